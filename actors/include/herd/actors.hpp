@@ -1,0 +1,12 @@
+// Everything a herd actor program needs.
+#pragma once
+#include <herd/actors/exit_reason.hpp>
+#include <herd/actors/hibernate.hpp>
+#include <herd/actors/node.hpp>
+#include <herd/actors/pid.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/registry.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/actors/spawn.hpp>
+#include <herd/actors/timers.hpp>

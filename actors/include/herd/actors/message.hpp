@@ -1,0 +1,106 @@
+// Messages: any movable C++ type, carried in a type-erased envelope with the
+// value stored inline after the header (one allocation per message).
+//
+// A message's type is identified by a compile-time 64-bit hash of the type's
+// name as the compiler spells it — not by the address of a static tag (it
+// differs between the host and a dlopen'ed module) and not by typeid ==
+// (a string compare on every miss in a selective receive). As with mangled
+// names, two types in anonymous namespaces of different files can share a
+// name: give message types a named namespace.
+#pragma once
+#include <herd/runtime/alloc.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace herd::detail {
+
+constexpr uint64_t fnv1a(std::string_view s) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+template <class T>
+constexpr std::string_view type_name() noexcept {
+  std::string_view p = __PRETTY_FUNCTION__;
+  // "... type_name() [with T = foo::bar; std::string_view = ...]"
+  auto b = p.find("T = ") + 4;
+  auto e = p.find_first_of(";]", b);
+  return p.substr(b, e - b);
+}
+
+template <class T>
+inline constexpr uint64_t type_id = fnv1a(type_name<std::remove_cvref_t<T>>());
+
+struct message_ops {
+  void (*destroy)(void* payload) noexcept;
+  const char* name;  // for traces and the observer
+  uint32_t size;
+};
+
+struct message_link {
+  std::atomic<message_link*> next{nullptr};
+};
+
+// Header of every message; the value follows at `payload_offset`.
+struct message : message_link {
+  uint64_t type = 0;
+  const message_ops* ops = nullptr;
+  uint32_t kind = 0;  // 0: a user message; others: runtime signals
+  uint32_t reserved = 0;
+
+  static constexpr std::size_t payload_offset = 32;
+  void* payload() noexcept { return reinterpret_cast<char*>(this) + payload_offset; }
+  const void* payload() const noexcept { return reinterpret_cast<const char*>(this) + payload_offset; }
+  template <class T>
+  T& as() noexcept { return *std::launder(static_cast<T*>(payload())); }
+};
+static_assert(sizeof(message) <= message::payload_offset);
+
+template <class T>
+struct ops_holder {
+  static constexpr std::string_view name_sv = type_name<T>();
+  // NUL-terminated copy of the name for C callers.
+  static constexpr auto name_buf = [] {
+    struct buf { char c[name_sv.size() + 1]; } b{};
+    for (std::size_t i = 0; i < name_sv.size(); ++i) b.c[i] = name_sv[i];
+    return b;
+  }();
+  static constexpr message_ops ops{
+      [](void* p) noexcept { static_cast<T*>(p)->~T(); }, name_buf.c, static_cast<uint32_t>(sizeof(T))};
+};
+
+// Counts live messages (leak check at node teardown); relaxed, any thread.
+void count_message(int delta) noexcept;
+
+template <class T, class... Args>
+message* make_message(Args&&... args) {
+  static_assert(alignof(T) <= 16, "herd: message types must not need more than 16-byte alignment");
+  static_assert(std::is_move_constructible_v<T> || std::is_copy_constructible_v<T>);
+  void* mem = alloc::allocate(message::payload_offset + sizeof(T));
+  auto* m = new (mem) message;
+  try {
+    new (m->payload()) T(std::forward<Args>(args)...);
+  } catch (...) {
+    alloc::deallocate(mem);
+    throw;
+  }
+  m->type = type_id<T>;
+  m->ops = &ops_holder<T>::ops;
+  count_message(1);
+  return m;
+}
+
+// Destroys the value and frees the envelope. Any thread.
+void destroy_message(message* m) noexcept;
+
+}  // namespace herd::detail

@@ -1,0 +1,33 @@
+// A process identifier: a slot in the node's process table plus that slot's
+// generation. A pid whose process has exited never names another process:
+// the slot's generation moves on when it is reused (and a slot whose
+// generation would wrap is retired). Prints as <index.generation>.
+#pragma once
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace herd {
+
+struct pid {
+  uint32_t index = UINT32_MAX;
+  uint32_t generation = 0;
+
+  constexpr bool valid() const noexcept { return index != UINT32_MAX; }
+  constexpr explicit operator bool() const noexcept { return valid(); }
+  constexpr uint64_t value() const noexcept { return (uint64_t(generation) << 32) | index; }
+  friend constexpr auto operator<=>(const pid&, const pid&) = default;
+  std::string to_string() const { return "<" + std::to_string(index) + "." + std::to_string(generation) + ">"; }
+  friend std::ostream& operator<<(std::ostream& os, const pid& p) { return os << p.to_string(); }
+};
+
+inline constexpr pid no_pid{};
+
+}  // namespace herd
+
+template <>
+struct std::hash<herd::pid> {
+  std::size_t operator()(const herd::pid& p) const noexcept { return std::hash<uint64_t>{}(p.value()); }
+};

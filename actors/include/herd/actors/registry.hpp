@@ -1,0 +1,20 @@
+// Registered names, as Erlang's register/unregister/whereis. A process has at
+// most one name; the name is released when the process exits. Any thread.
+#pragma once
+#include <herd/actors/pid.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd {
+
+// False if the name is taken, the process is dead, or it already has a name.
+bool register_name(std::string_view name, pid p);
+// False if nothing is registered under the name.
+bool unregister_name(std::string_view name);
+std::optional<pid> whereis(std::string_view name);
+std::vector<std::pair<std::string, pid>> registered();
+
+}  // namespace herd

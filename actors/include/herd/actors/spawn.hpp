@@ -1,0 +1,69 @@
+// spawn: start a process running fn(args...). The arguments are copied or
+// moved into the new process. From a process, the child runs at once until it
+// first blocks and the caller continues after that (depth-first), so spawn is
+// a scheduling point — like send and receive, never call it holding a
+// std::mutex. From a foreign thread the child is queued.
+//
+// fn returns void, or herd::hibernation (see hibernate.hpp). An exception that
+// escapes it becomes the process's exit reason.
+#pragma once
+#include <herd/actors/detail/body.hpp>
+#include <herd/actors/pid.hpp>
+#include <herd/runtime/fiber.hpp>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace herd {
+
+using rt::priority;
+
+struct spawn_options {
+  std::size_t stack_size = 0;           // bytes; 0: the node's default (64 KiB)
+  std::string_view name{};              // register under this name (must be free)
+  priority prio = priority::normal;
+};
+
+// Thrown by spawn when no process can be created: the node's max_actors is
+// reached, no stack can be mapped, or the name is taken.
+class spawn_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+struct process;
+process* allocate_process(std::size_t body_size);
+void* body_storage(process* p) noexcept;
+void set_body(process* p, body* b) noexcept;
+void discard_process(process* p) noexcept;
+pid launch(process* p, const spawn_options& o);
+}  // namespace detail
+
+// Any thread with a running node.
+template <class F, class... Args>
+pid spawn(const spawn_options& o, F&& fn, Args&&... args) {
+  using B = detail::body_impl<std::decay_t<F>, std::decay_t<Args>...>;
+  static_assert(alignof(B) <= 16, "herd: over-aligned actor functions are not supported");
+  detail::process* p = detail::allocate_process(sizeof(B));
+  try {
+    auto* b = new (detail::body_storage(p)) B(std::forward<F>(fn), std::forward<Args>(args)...);
+    b->inline_storage = true;
+    detail::set_body(p, b);
+  } catch (...) {
+    detail::discard_process(p);
+    throw;
+  }
+  return detail::launch(p, o);
+}
+
+template <class F, class... Args>
+  requires(!std::is_same_v<std::decay_t<F>, spawn_options>)
+pid spawn(F&& fn, Args&&... args) {
+  return spawn(spawn_options{}, std::forward<F>(fn), std::forward<Args>(args)...);
+}
+
+}  // namespace herd

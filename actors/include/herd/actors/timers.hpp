@@ -1,0 +1,35 @@
+// Timers that deliver messages: send_after puts `value` in `to`'s mailbox after
+// `delay` unless cancelled first. The timer runs on the worker that set it;
+// cancellation from any process or thread is lazy (the entry is dropped when
+// its slot comes due or the wheel compacts), and the message is freed at once.
+#pragma once
+#include <herd/actors/message.hpp>
+#include <herd/actors/pid.hpp>
+#include <herd/runtime/timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace herd {
+
+using timer_ref = rt::timer_ref;
+
+namespace detail {
+timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m);
+}
+
+// Any thread with a running node.
+template <class T>
+timer_ref send_after(std::chrono::milliseconds delay, pid to, T&& value) {
+  return detail::send_after_impl(delay, to, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+}
+
+// Any thread. True if the timer had not fired yet and now never will.
+inline bool cancel_timer(const timer_ref& t) noexcept { return rt::cancel_timer(t); }
+
+// Any thread. Milliseconds left, or -1 if the timer fired or was cancelled.
+inline int64_t read_timer(const timer_ref& t) noexcept { return rt::timer_remaining(t); }
+
+}  // namespace herd

@@ -1,0 +1,56 @@
+// Message envelopes: destruction and the live-message count used by leak
+// checks. The count is kept per thread (each block written by one thread,
+// relaxed) so a send costs no shared read-modify-write.
+#include <herd/actors/message.hpp>
+
+#include <atomic>
+
+namespace herd::detail {
+namespace {
+
+struct counter_block {
+  std::atomic<int64_t> value{0};
+  counter_block* next = nullptr;
+};
+
+std::atomic<counter_block*> g_blocks{nullptr};
+thread_local counter_block* tl_block = nullptr;
+
+// Not inlined, with a barrier: a thread_local's address must be recomputed
+// after any suspension (a fiber may have moved to another worker).
+[[gnu::noinline]] counter_block* my_block() {
+  asm volatile("" ::: "memory");
+  if (!tl_block) {
+    // Blocks are never freed: a thread's count must survive the thread.
+    auto* b = new counter_block;
+    b->next = g_blocks.load(std::memory_order_relaxed);
+    // release: publishes the block to live_messages().
+    while (!g_blocks.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+    tl_block = b;
+  }
+  return tl_block;
+}
+
+}  // namespace
+
+void count_message(int delta) noexcept {
+  counter_block* b = my_block();
+  b->value.store(b->value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+}
+
+void destroy_message(message* m) noexcept {
+  m->ops->destroy(m->payload());
+  m->~message();
+  alloc::deallocate(m);
+  count_message(-1);
+}
+
+std::ptrdiff_t live_messages_total() noexcept {
+  int64_t sum = 0;
+  for (counter_block* b = g_blocks.load(std::memory_order_acquire); b; b = b->next)
+    sum += b->value.load(std::memory_order_relaxed);
+  return static_cast<std::ptrdiff_t>(sum);
+}
+
+}  // namespace herd::detail

@@ -1,0 +1,201 @@
+// The node: runtime + process table + root process. Shutdown, in order:
+//  1. the root exits (its reason is what run() returns);
+//  2. every process still published gets an exit signal (`shutdown`);
+//  3. the node waits until every process has finished (polling the per-thread
+//     counts every 10 ms and woken early by the last exit); a process that
+//     does not reach a blocking point within shutdown_timeout is reported —
+//     pid, name, state — and the process aborts (it cannot be unwound, and
+//     dropping its stack would leak what it owns);
+//  4. the runtime stops (workers joined, everything retired is freed).
+#include <herd/actors/node.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/spawn.hpp>
+#include <herd/runtime/sched.hpp>
+
+#include "node_state.hpp"
+#include "process.hpp"
+#include "registry_impl.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+
+namespace herd::detail {
+
+std::ptrdiff_t live_messages_total() noexcept;
+
+// Spawns the root: flagged before it can run, so its exit is never missed.
+pid spawn_root(std::function<void()> fn, const spawn_options& o) {
+  using B = body_impl<std::function<void()>>;
+  process* p = allocate_process(sizeof(B));
+  auto* b = new (body_storage(p)) B(std::move(fn));
+  b->inline_storage = true;
+  set_body(p, b);
+  p->is_root = true;
+  return launch(p, o);
+}
+
+namespace {
+std::atomic<node_state*> g_node{nullptr};
+std::terminate_handler g_prev_terminate = nullptr;
+
+[[noreturn]] void terminate_handler() {
+  char buf[256];
+  std::size_t n = 0;
+  if (process* p = self_process()) n = p->ops->describe(p, buf, sizeof buf);
+  if (n) std::fprintf(stderr, "herd: std::terminate called in actor %s\n", buf);
+  else std::fprintf(stderr, "herd: std::terminate called outside any actor\n");
+  if (g_prev_terminate) g_prev_terminate();
+  std::abort();
+}
+}  // namespace
+
+node_state* current_node() noexcept { return g_node.load(std::memory_order_acquire); }
+void set_current_node(node_state* n) noexcept { g_node.store(n, std::memory_order_release); }
+
+node_state::node_state(const node_options& o, unsigned w)
+    : opts(o), workers(w), table(o.max_actors, w), per_thread(new counts[w + 1]) {}
+
+void node_state::note_spawn() noexcept {
+  uint32_t w = rt::worker_index();
+  if (w < workers) {
+    auto& c = per_thread[w].spawned;
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    std::lock_guard<std::mutex> g(foreign_counts_m);
+    auto& c = per_thread[workers].spawned;
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+}
+
+void node_state::note_exit(process* p) noexcept {
+  uint32_t w = rt::worker_index();
+  auto& c = per_thread[w < workers ? w : workers].exited;
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (p->is_root || live() == 0) {
+    std::lock_guard<std::mutex> g(m);
+    if (p->is_root) {
+      root_done = true;
+      root_reason = *p->final_reason;
+    }
+    cv.notify_all();
+  }
+}
+
+std::size_t node_state::live() const noexcept {
+  uint64_t s = 0, e = 0;
+  for (unsigned i = 0; i <= workers; ++i) {
+    s += per_thread[i].spawned.load(std::memory_order_relaxed);
+    e += per_thread[i].exited.load(std::memory_order_relaxed);
+  }
+  return s > e ? static_cast<std::size_t>(s - e) : 0;
+}
+
+}  // namespace herd::detail
+
+namespace herd {
+
+struct node::impl {
+  explicit impl(const node_options& o)
+      : opts(o),
+        runtime(rt::runtime_options{.workers = o.workers,
+                                    .deterministic = o.deterministic,
+                                    .stack_size = o.stack_size,
+                                    .guard_size = o.guard_size,
+                                    .force_mprotect_guards = o.force_mprotect_guards,
+                                    .max_actors = o.max_actors,
+                                    .wanted_fds = o.wanted_fds,
+                                    .blocking_threads = o.blocking_threads,
+                                    .reduction_budget = o.reduction_budget,
+                                    .quiet = o.quiet}),
+        state(o, runtime.workers()) {}
+  node_options opts;
+  rt::runtime runtime;
+  detail::node_state state;
+  bool ran = false;
+};
+
+node::node(const node_options& o) : impl_(std::make_unique<impl>(o)) {}
+
+node::~node() {
+  impl_->runtime.stop();
+  detail::node_state* expected = &impl_->state;
+  detail::g_node.compare_exchange_strong(expected, nullptr);
+}
+
+exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
+  if (impl_->ran) throw std::logic_error("herd: node::run may be called once");
+  impl_->ran = true;
+  detail::node_state& st = impl_->state;
+  detail::node_state* expected = nullptr;
+  if (!detail::g_node.compare_exchange_strong(expected, &st))
+    throw std::logic_error("herd: another node is running in this process");
+  detail::g_prev_terminate = std::set_terminate(&detail::terminate_handler);
+  impl_->runtime.start();
+
+  detail::spawn_root(std::move(fn), opts);
+  {
+    std::unique_lock<std::mutex> g(st.m);
+    st.cv.wait(g, [&] { return st.root_done; });
+  }
+
+  {
+    rt::foreign_read_guard g;
+    st.table.for_each([](detail::process* p) { herd::exit(p->id, exit_reason::shutdown()); });
+  }
+  auto deadline = std::chrono::steady_clock::now() + impl_->opts.shutdown_timeout;
+  {
+    std::unique_lock<std::mutex> g(st.m);
+    while (st.live() > 0) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::fprintf(stderr, "herd: node shutdown: %zu process(es) did not exit within %lld ms:\n",
+                     st.live(), static_cast<long long>(impl_->opts.shutdown_timeout.count()));
+        rt::foreign_read_guard rg;
+        st.table.for_each([](detail::process* p) {
+          char buf[256];
+          p->ops->describe(p, buf, sizeof buf);
+          std::fprintf(stderr, "  %s (never reached a blocking point)\n", buf);
+        });
+        std::abort();
+      }
+      st.cv.wait_for(g, std::chrono::milliseconds(10));
+    }
+  }
+  impl_->runtime.stop();
+  std::set_terminate(detail::g_prev_terminate);
+  detail::g_node.store(nullptr, std::memory_order_release);
+  return st.root_reason;
+}
+
+node_stats node::stats() const noexcept {
+  const detail::node_state& st = impl_->state;
+  node_stats s;
+  for (unsigned i = 0; i <= st.workers; ++i) {
+    s.spawned += st.per_thread[i].spawned.load(std::memory_order_relaxed);
+    s.exited += st.per_thread[i].exited.load(std::memory_order_relaxed);
+  }
+  s.live_processes = s.spawned > s.exited ? s.spawned - s.exited : 0;
+  s.max_actors = st.table.capacity();
+  return s;
+}
+
+node_stats current_node_stats() noexcept {
+  node_stats s;
+  detail::node_state* st = detail::current_node();
+  if (!st) return s;
+  for (unsigned i = 0; i <= st->workers; ++i) {
+    s.spawned += st->per_thread[i].spawned.load(std::memory_order_relaxed);
+    s.exited += st->per_thread[i].exited.load(std::memory_order_relaxed);
+  }
+  s.live_processes = s.spawned > s.exited ? s.spawned - s.exited : 0;
+  s.max_actors = st->table.capacity();
+  return s;
+}
+
+rt::runtime& node::runtime() noexcept { return impl_->runtime; }
+
+std::ptrdiff_t node::live_messages() noexcept { return detail::live_messages_total(); }
+
+}  // namespace herd

@@ -1,0 +1,312 @@
+// A process's life: launch (pid, stack, publish, start), its fiber body (the
+// spawn function and then any hibernate continuations), and its end.
+//
+// How a process dies (see ARCHITECTURE, "Links, monitors, exit signals"):
+//  * An exit signal sets pending_exit (first one wins) and wakes the process.
+//  * At its next blocking point — receive, sleep, yield, hibernate, the return
+//    of blocking() — the process throws exit_unwind, so every destructor on its
+//    stack runs. Never at send, never while another exception is in flight.
+//  * If user code swallows exit_unwind, the next blocking point throws it
+//    again; a blocking call reached during unwinding neither blocks nor throws.
+//  * The reason stays the signal's whatever the function returns; `kill` is
+//    reported as `killed`.
+//  * A stack is recycled only after the fiber function has returned (the
+//    runtime does it after the final switch), never by dropping a suspended
+//    fiber.
+#include "process.hpp"
+
+#include <herd/actors/hibernate.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/spawn.hpp>
+#include <herd/runtime/alloc.hpp>
+#include <herd/runtime/clock.hpp>
+#include <herd/runtime/sched.hpp>
+
+#include "node_state.hpp"
+#include "registry_impl.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <typeinfo>
+
+namespace herd::detail {
+namespace {
+
+struct hibernate_unwind {
+  body* next;
+};
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string s = (status == 0 && d) ? d : name;
+  std::free(d);
+  return s;
+}
+
+void destroy_body(body* b) noexcept {
+  if (!b) return;
+  if (b->inline_storage) b->~body();
+  else free_body(b);
+}
+
+exit_reason final_from_pending(const exit_reason& r) {
+  return r.kind() == exit_kind::kill ? exit_reason::killed() : r;
+}
+
+rt::fiber_result process_run(rt::fiber* f) noexcept;
+void process_finished(rt::fiber* f) noexcept;
+std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noexcept;
+
+constexpr rt::fiber_ops process_ops{&process_run, &process_finished, &process_describe};
+
+// Runs the current body, then continuations, on this fiber's stack.
+rt::fiber_result process_run(rt::fiber* f) noexcept {
+  process* p = process::from(f);
+  for (;;) {
+    body* b = p->current_body;
+    p->current_body = nullptr;
+    body* next = nullptr;
+    exit_reason reason;
+    if (exit_reason* pend = p->pending_exit.load(std::memory_order_acquire)) {
+      // Killed before it started, or while hibernated: nothing to unwind.
+      destroy_body(b);
+      p->final_reason = new exit_reason(final_from_pending(*pend));
+      return rt::fiber_result::dead;
+    }
+    try {
+      next = b->invoke();
+    } catch (const exit_unwind&) {
+    } catch (const hibernate_unwind& h) {
+      next = h.next;
+    } catch (const std::exception& e) {
+      reason = exit_reason::error(demangle(typeid(e).name()), e.what());
+    } catch (...) {
+      std::type_info* t = abi::__cxa_current_exception_type();
+      reason = exit_reason::error(t ? demangle(t->name()) : "unknown", "");
+    }
+    destroy_body(b);
+    if (exit_reason* pend = p->pending_exit.load(std::memory_order_acquire)) {
+      if (next) free_body(next);
+      p->final_reason = new exit_reason(final_from_pending(*pend));
+      return rt::fiber_result::dead;
+    }
+    if (!next) {
+      p->final_reason = new exit_reason(std::move(reason));
+      return rt::fiber_result::dead;
+    }
+    p->current_body = next;
+    // BEAM: with a message already waiting, hibernate wakes at once.
+    if (p->mbox.save_head || !p->mbox.incoming_empty()) continue;
+    return rt::fiber_result::hibernate;
+  }
+}
+
+void free_process(void* o) {
+  auto* p = static_cast<process*>(o);
+  p->mbox.clear();  // what senders pushed after the process ended
+  if (node_state* n = current_node()) n->table.release(p->id, rt::worker_index());
+  delete p->final_reason;
+  delete p->pending_exit.load(std::memory_order_relaxed);
+  p->~process();
+  alloc::deallocate(p);
+}
+
+void process_finished(rt::fiber* f) noexcept {
+  process* p = process::from(f);
+  if (f->rt_flags & rt::fiber_flag_no_stack) {
+    destroy_body(p->current_body);
+    p->current_body = nullptr;
+    p->final_reason = new exit_reason(exit_reason::error(
+        "herd::no_stack", "a hibernated process woke up and no stack could be mapped"));
+  }
+  node_state* n = current_node();
+  n->table.unpublish(p->id);
+  release_name(p);
+  p->mbox.clear();
+  // Links and monitors are told here (failure-model issue).
+  n->note_exit(p);
+  rt::retire(p, &free_process);
+}
+
+// Async-signal-safe.
+std::size_t put(char* buf, std::size_t cap, std::size_t at, const char* s) noexcept {
+  while (*s && at + 1 < cap) buf[at++] = *s++;
+  return at;
+}
+std::size_t put_u(char* buf, std::size_t cap, std::size_t at, uint64_t v) noexcept {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n && at + 1 < cap) buf[at++] = tmp[--n];
+  return at;
+}
+
+std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noexcept {
+  auto* p = static_cast<const process*>(f);
+  std::size_t at = put(buf, cap, 0, "pid <");
+  at = put_u(buf, cap, at, p->id.index);
+  at = put(buf, cap, at, ".");
+  at = put_u(buf, cap, at, p->id.generation);
+  at = put(buf, cap, at, ">");
+  if (interned_name* n = p->name.load(std::memory_order_relaxed)) {
+    at = put(buf, cap, at, " name=");
+    at = put(buf, cap, at, n->text.c_str());
+  }
+  if (cap) buf[at] = 0;
+  return at;
+}
+
+}  // namespace
+
+process* self_process() noexcept { return static_cast<process*>(rt::current()); }
+
+bool exit_pending_at_blocking_point(process* p) {
+  if (!p->pending_exit.load(std::memory_order_acquire)) return false;
+  if (std::uncaught_exceptions() > 0) return true;  // already unwinding: do not block
+  throw exit_unwind{};
+}
+
+void check_exit_after_blocking() {
+  if (process* p = self_process()) exit_pending_at_blocking_point(p);
+}
+
+process* allocate_process(std::size_t body_size) {
+  std::size_t sz = sizeof(process) + ((body_size + 15) & ~std::size_t(15));
+  auto* p = new (alloc::allocate(sz)) process;
+  p->body_size = static_cast<uint32_t>(body_size);
+  p->ops = &process_ops;
+  return p;
+}
+
+void* body_storage(process* p) noexcept { return p->inline_body(); }
+void set_body(process* p, body* b) noexcept { p->current_body = b; }
+
+void discard_process(process* p) noexcept {
+  delete p->pending_exit.load(std::memory_order_relaxed);
+  p->~process();
+  alloc::deallocate(p);
+}
+
+void* allocate_body(std::size_t size) { return alloc::allocate(size); }
+
+void free_body(body* b) noexcept {
+  b->~body();
+  alloc::deallocate(b);
+}
+
+body* take_continuation(hibernation&& h) noexcept { return h.release(); }
+
+[[noreturn]] void throw_hibernate(body* b) {
+  process* p = self_process();
+  if (!p) {
+    free_body(b);
+    std::fputs("herd: hibernate() called outside a process\n", stderr);
+    std::abort();
+  }
+  throw hibernate_unwind{b};
+}
+
+pid launch(process* p, const spawn_options& o) {
+  node_state* n = current_node();
+  auto fail = [&](const std::string& why) -> pid {
+    destroy_body(p->current_body);
+    p->current_body = nullptr;
+    discard_process(p);
+    throw spawn_error(why);
+  };
+  if (!n) return fail("herd: spawn with no running node");
+  p->prio = o.prio;
+  pid id;
+  if (!n->table.allocate(id, rt::worker_index()))
+    return fail("herd: cannot spawn: max_actors (" + std::to_string(n->opts.max_actors) +
+                ") processes are alive; raise node_options::max_actors");
+  p->id = id;
+  std::string err;
+  if (!rt::prepare_stack(p, o.stack_size, &err)) {
+    n->table.release(id, rt::worker_index());
+    return fail(err.empty() ? "herd: cannot spawn: no stack" : err);
+  }
+  p->spawned_ms = rt::now_ms();
+  n->table.publish(id, p);
+  if (!o.name.empty() && !register_process(o.name, p)) {
+    n->table.unpublish(id);
+    rt::release_stack(p);
+    n->table.release(id, rt::worker_index());
+    return fail("herd: cannot spawn: the name '" + std::string(o.name) + "' is taken");
+  }
+  n->note_spawn();
+  rt::start(p);
+  return id;
+}
+
+}  // namespace herd::detail
+
+namespace herd {
+
+pid self() noexcept {
+  detail::process* p = detail::self_process();
+  return p ? p->id : no_pid;
+}
+
+[[noreturn]] void exit(exit_reason reason) {
+  detail::process* p = detail::self_process();
+  if (!p) {
+    std::fputs("herd: exit() called outside a process\n", stderr);
+    std::abort();
+  }
+  auto* r = new exit_reason(std::move(reason));
+  herd::exit_reason* expected = nullptr;
+  // acq_rel: pairs with the acquire loads at blocking points.
+  if (!p->pending_exit.compare_exchange_strong(expected, r, std::memory_order_acq_rel)) delete r;
+  throw detail::exit_unwind{};
+}
+
+void exit(pid target, exit_reason reason) {
+  detail::node_state* n = detail::current_node();
+  if (!n) return;
+  if (reason.is_normal() && target != self()) return;  // Erlang: ignored by a non-trapping process
+  rt::foreign_read_guard g;
+  detail::process* p = n->table.lookup(target);
+  if (!p) return;
+  auto* r = new exit_reason(std::move(reason));
+  herd::exit_reason* expected = nullptr;
+  if (!p->pending_exit.compare_exchange_strong(expected, r, std::memory_order_acq_rel)) {
+    delete r;
+    return;
+  }
+  rt::wake(p);
+}
+
+void yield() {
+  detail::process* p = detail::self_process();
+  if (!p) return;
+  if (detail::exit_pending_at_blocking_point(p)) return;
+  rt::yield();
+  detail::exit_pending_at_blocking_point(p);
+}
+
+void sleep(std::chrono::milliseconds d) {
+  detail::process* p = detail::self_process();
+  if (!p) return;
+  uint64_t deadline = rt::deadline_after(d);
+  for (;;) {
+    if (detail::exit_pending_at_blocking_point(p)) return;
+    if (rt::now_ms() >= deadline) return;
+    rt::park_until(deadline);
+  }
+}
+
+std::size_t mailbox_size() noexcept {
+  detail::process* p = detail::self_process();
+  if (!p) return 0;
+  return p->mbox.enqueued.load(std::memory_order_relaxed) - p->mbox.dequeued.load(std::memory_order_relaxed);
+}
+
+}  // namespace herd

@@ -1,0 +1,53 @@
+// The process control block: a runtime fiber plus a mailbox, an identity and
+// an exit state. Allocated through herd::alloc with the spawn function stored
+// inline after it.
+//
+// Who may touch what:
+//   fiber fields            — the runtime (see <herd/runtime/fiber.hpp>)
+//   mbox.push               — any thread
+//   mbox (rest), body, flags, final_reason — the owning process (its fiber),
+//                             and the worker that finishes it
+//   pending_exit            — any thread sets it once (CAS from nullptr); the
+//                             owner reads it at blocking points
+//   name                    — the registry (under its lock); read by anyone
+// A control block stays readable until a grace period after its pid was
+// unpublished from the process table (rt::retire), so a sender that looked it
+// up can still push into it; free_process drains what such senders left.
+#pragma once
+#include <herd/actors/detail/body.hpp>
+#include <herd/actors/exit_reason.hpp>
+#include <herd/actors/pid.hpp>
+#include <herd/runtime/fiber.hpp>
+
+#include "mailbox.hpp"
+
+#include <atomic>
+#include <cstdint>
+
+namespace herd::detail {
+
+struct interned_name;
+
+struct alignas(64) process final : rt::fiber {
+  pid id;
+  body* current_body = nullptr;      // what runs next (spawn's function or a continuation)
+  mailbox mbox;
+  std::atomic<exit_reason*> pending_exit{nullptr};
+  exit_reason* final_reason = nullptr;  // set when the fiber ends (heap, owned)
+  std::atomic<interned_name*> name{nullptr};
+  uint64_t spawned_ms = 0;
+  uint32_t body_size = 0;
+  bool is_root = false;              // set before start; the node waits for it
+
+  static process* from(rt::fiber* f) noexcept { return static_cast<process*>(f); }
+  void* inline_body() noexcept { return reinterpret_cast<char*>(this) + sizeof(process); }
+};
+
+// The process running on this thread, or nullptr.
+process* self_process() noexcept;
+
+// Acts on a pending exit at a blocking point: throws exit_unwind, unless the
+// stack is already unwinding — then returns true ("do not block").
+bool exit_pending_at_blocking_point(process* p);
+
+}  // namespace herd::detail

@@ -1,0 +1,17 @@
+# install/export so another CMake project can find_package(herd) and link
+# herd::runtime / herd::actors (which carry -fstack-clash-protection).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+install(TARGETS herd_runtime herd_actors EXPORT herdTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/herd actors/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT herdTargets NAMESPACE herd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
+configure_package_config_file(cmake/herdConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/herdConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/herdConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/herdConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/herdConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)

@@ -1,0 +1,22 @@
+// Time as the runtime sees it: milliseconds since the runtime started. In the
+// deterministic mode it is a virtual clock that moves only when every fiber is
+// blocked (to the next timer) or when a test advances it.
+#pragma once
+#include <chrono>
+#include <cstdint>
+
+namespace herd::rt {
+
+// Any thread.
+uint64_t now_ms() noexcept;
+
+// Converts a duration into a deadline for park_until (saturating).
+uint64_t deadline_after(std::chrono::milliseconds d) noexcept;
+
+// Deterministic mode only, any thread: moves the virtual clock forward.
+void advance_clock(std::chrono::milliseconds d) noexcept;
+
+// True in the deterministic mode.
+bool virtual_time() noexcept;
+
+}  // namespace herd::rt

@@ -1,0 +1,22 @@
+// The fd readiness hook the net layer builds on. Every fd is registered
+// edge-triggered once, for its whole life, on the runtime's shared epoll; a
+// worker that polls (busy workers every 61 fibers or 1 ms, idle ones before
+// parking) calls on_ready on its own thread.
+#pragma once
+#include <cstdint>
+
+namespace herd::rt {
+
+struct io_source {
+  // Called on a worker (never inside a fiber) with the epoll event mask. Must
+  // not block. The source must stay alive until a grace period after
+  // io_deregister (use rt::retire to free it).
+  void (*on_ready)(io_source* self, uint32_t events) noexcept = nullptr;
+};
+
+// Any thread. EPOLLET is always added. Returns 0 or -errno.
+int io_register(int fd, io_source* src, uint32_t events) noexcept;
+// Any thread. Call before close(fd). Returns 0 or -errno.
+int io_deregister(int fd) noexcept;
+
+}  // namespace herd::rt

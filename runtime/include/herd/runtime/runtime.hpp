@@ -1,0 +1,78 @@
+// herd::rt::runtime — the worker threads, their stacks, timers, poller and the
+// blocking pool. One runtime runs at a time in a process (the overflow handler
+// and the fiber-local accessors are process-wide). The actors layer's node owns
+// one; users normally never touch this type directly.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::rt {
+
+struct runtime_options {
+  unsigned workers = 0;               // 0: one per core
+  bool deterministic = false;         // one worker and a virtual clock (tests)
+  std::size_t stack_size = 0;         // default stack; 0: 64 KiB (x4 under ASan)
+  std::size_t guard_size = 0;         // 0: one page (16 pages under ASan)
+  bool force_mprotect_guards = false; // test the fallback path
+  std::size_t max_actors = 1 << 20;   // for the vm.max_map_count check
+  std::size_t wanted_fds = 0;         // for the RLIMIT_NOFILE check
+  unsigned blocking_threads = 16;     // upper bound of the blocking pool
+  uint32_t reduction_budget = 2000;   // reductions per time slice
+  uint32_t long_schedule_ms = 10;     // a slice longer than this is recorded
+  bool quiet = false;                 // do not print start-up warnings
+};
+
+struct worker_metrics {
+  uint64_t switches = 0;       // fibers resumed
+  uint64_t steals = 0;         // successful steal operations
+  uint64_t stolen = 0;         // fibers taken by them
+  uint64_t parks = 0;
+  uint64_t busy_ns = 0;        // time spent running fibers
+  uint64_t run_queue = 0;      // current length (approximate)
+  uint64_t timers = 0;         // armed timers on this worker's wheel
+};
+
+struct long_schedule {
+  uint64_t at_ms;       // when it was seen
+  uint64_t duration_ms; // how long the slice ran
+  const void* fiber;    // which fiber (identity only; may be dead by now)
+};
+
+struct runtime_metrics {
+  std::vector<worker_metrics> workers;
+  std::vector<long_schedule> long_schedules;  // the most recent ones
+  uint64_t polls = 0;          // epoll_wait calls, all workers
+  uint64_t stacks_in_use = 0;
+  uint64_t stacks_carved = 0;
+  uint64_t uptime_ms = 0;
+  std::string guard;
+};
+
+class runtime {
+ public:
+  explicit runtime(const runtime_options& o = {});
+  ~runtime();  // stop() if still running
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  // From the thread that created it. Starts the workers.
+  void start();
+  // From a foreign thread. Returns once every worker has exited. Fibers still
+  // alive are abandoned (the actors layer makes sure there are none).
+  void stop();
+
+  unsigned workers() const noexcept;
+  runtime_metrics metrics() const;
+  const std::vector<std::string>& startup_warnings() const noexcept;
+
+  struct impl;
+  impl& internals() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace herd::rt

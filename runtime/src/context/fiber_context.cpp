@@ -1,0 +1,168 @@
+// The context switch (see fiber_context.hpp). Invariants:
+//  * A fiber runs on exactly one worker at a time and switches only to that
+//    worker's loop (never fiber-to-fiber), so `side` in the fiber is valid from
+//    a resume to the next suspend. The worker passes its switch_side as the
+//    jump's data; the fiber learns where it runs from that, never from a
+//    thread_local.
+//  * libstdc++ keeps the caught-exception stack and uncaught count per thread;
+//    a fiber suspended inside a catch block and resumed on another worker would
+//    lose them (and lend them to whatever ran next). suspend() saves and clears
+//    them, resume restores them on the new thread. abi::__cxa_get_globals() is
+//    declared __attribute__((const)), so GCC may reuse its result across a jump:
+//    it is only reached through eh_globals_now(), which is opaque.
+//  * ASan: every jump is bracketed by __sanitizer_start/finish_switch_fiber; a
+//    dying fiber passes nullptr for its fake stack so ASan frees it.
+//    TSan: one TSan fiber per pooled stack, created on first use.
+#include "context/fiber_context.hpp"
+
+#include "context/stack_arena.hpp"
+
+#include <boost/context/detail/fcontext.hpp>
+#include <cxxabi.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace bctx = boost::context::detail;
+
+namespace herd::rt {
+namespace {
+
+struct eh_globals {  // layout of libstdc++'s __cxa_eh_globals
+  void* caught;
+  unsigned int uncaught;
+};
+
+[[gnu::noinline]] eh_globals* eh_globals_now() noexcept {
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
+}
+
+inline void asan_start(void** fake, const void* bottom, std::size_t size) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+inline void asan_finish(void* fake, const void** bottom_old, std::size_t* size_old) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake, bottom_old, size_old);
+#else
+  (void)fake, (void)bottom_old, (void)size_old;
+#endif
+}
+
+inline void tsan_switch(void* to) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_switch_to_fiber(to, 0);
+#else
+  (void)to;
+#endif
+}
+
+inline void** fake_slot(fiber* f) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  return &f->asan_fake_stack;
+#else
+  (void)f;
+  return nullptr;
+#endif
+}
+
+// Runs on the fiber after every jump into it: learn the worker, finish the
+// sanitizer switch, take back this fiber's exception state.
+inline void arrived(fiber* f, bctx::transfer_t t) noexcept {
+  auto* side = static_cast<switch_side*>(t.data);
+  side->sched_ctx = t.fctx;
+  f->side = side;
+  asan_finish(fake_slot(f) ? *fake_slot(f) : nullptr, &side->stack_bottom, &side->stack_size);
+  eh_globals* g = eh_globals_now();
+  g->caught = f->eh_caught;
+  g->uncaught = f->eh_uncaught;
+}
+
+inline void note_stack_depth(fiber* f) noexcept {
+  auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  // relaxed: a statistic for the observer, written only by the running fiber.
+  if (sp < f->low_sp.load(std::memory_order_relaxed) || f->low_sp.load(std::memory_order_relaxed) == 0)
+    f->low_sp.store(sp, std::memory_order_relaxed);
+}
+
+[[noreturn]] void leave_for_good(fiber* f, suspend_reason why) noexcept {
+  auto* side = side_of(f);
+  eh_globals* g = eh_globals_now();
+  g->caught = nullptr;
+  g->uncaught = 0;
+  asan_start(nullptr, side->stack_bottom, side->stack_size);  // nullptr: this stack dies
+  tsan_switch(side->tsan_fiber);
+  bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+  __builtin_unreachable();
+}
+
+void fiber_entry(bctx::transfer_t t) noexcept {
+  auto* side = static_cast<switch_side*>(t.data);
+  fiber* f = side->current;
+  arrived(f, t);
+  note_stack_depth(f);
+  fiber_result r = f->ops->run(f);
+  leave_for_good(f, r == fiber_result::hibernate ? suspend_reason::hibernate
+                                                 : suspend_reason::dead);
+}
+
+}  // namespace
+
+void switch_side::init_on_thread() noexcept {
+#if defined(__SANITIZE_THREAD__)
+  tsan_fiber = __tsan_get_current_fiber();
+#endif
+}
+
+suspend_reason resume(switch_side& side, fiber* f) noexcept {
+  side.current = f;
+  stack_slot* s = f->stack;
+  if (!f->ctx) {
+    f->ctx = bctx::make_fcontext(s->hi, s->size(), &fiber_entry);
+#if defined(__SANITIZE_THREAD__)
+    if (!s->tsan_fiber) s->tsan_fiber = __tsan_create_fiber(0);
+#endif
+  }
+  asan_start(&side.fake_stack, s->lo, s->size());
+#if defined(__SANITIZE_THREAD__)
+  tsan_switch(s->tsan_fiber);
+#endif
+  bctx::transfer_t t = bctx::jump_fcontext(f->ctx, &side);
+  asan_finish(side.fake_stack, nullptr, nullptr);
+  auto why = static_cast<suspend_reason>(reinterpret_cast<uintptr_t>(t.data));
+  f->ctx = (why == suspend_reason::dead || why == suspend_reason::hibernate) ? nullptr : t.fctx;
+  side.current = nullptr;
+  return why;
+}
+
+void suspend(fiber* f, suspend_reason why) noexcept {
+  note_stack_depth(f);
+  auto* side = side_of(f);
+  eh_globals* g = eh_globals_now();
+  f->eh_caught = g->caught;
+  f->eh_uncaught = g->uncaught;
+  g->caught = nullptr;
+  g->uncaught = 0;
+  asan_start(fake_slot(f), side->stack_bottom, side->stack_size);
+  tsan_switch(side->tsan_fiber);
+  bctx::transfer_t t = bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+  arrived(f, t);
+}
+
+void forget_stack(stack_slot* s) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  if (s->tsan_fiber) __tsan_destroy_fiber(s->tsan_fiber);
+#endif
+  s->tsan_fiber = nullptr;
+}
+
+}  // namespace herd::rt

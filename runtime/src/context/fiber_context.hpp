@@ -1,0 +1,44 @@
+// The context switch. fiber_context.cpp is the only file that touches
+// Boost.Context; it also carries libstdc++'s per-thread exception state with
+// each fiber and annotates every switch for ASan and TSan (Debian's Boost is
+// fcontext-only, whose switches the sanitizers cannot see by themselves).
+#pragma once
+#include <herd/runtime/fiber.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace herd::rt {
+
+enum class suspend_reason : uintptr_t { park = 1, yield, spawn, hibernate, dead };
+
+// The worker's half of every switch. One per worker thread; only that thread
+// touches it, except `current`, which the fiber reads through it after a resume.
+struct switch_side {
+  void* sched_ctx = nullptr;   // the worker loop's context while a fiber runs
+  fiber* current = nullptr;    // the fiber being resumed / running
+  void* owner = nullptr;       // the worker this side belongs to
+  const void* stack_bottom = nullptr;  // ASan: the thread's own stack
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr;
+  void* tsan_fiber = nullptr;  // TSan: the thread's own fiber
+
+  // On the worker thread, before its first resume.
+  void init_on_thread() noexcept;
+};
+
+// Worker side. Runs f — starting it on f->stack if f->ctx is null — until it
+// switches back, and says why. After `dead` or `hibernate` the fiber's stack is
+// no longer in use and f->ctx is null.
+suspend_reason resume(switch_side& side, fiber* f) noexcept;
+
+// Fiber side. Back to the worker running f; returns when some worker resumes f.
+void suspend(fiber* f, suspend_reason why) noexcept;
+
+// Fiber side, as seen by the worker that is running it now.
+inline switch_side* side_of(fiber* f) noexcept { return static_cast<switch_side*>(f->side); }
+
+// Releases sanitizer state kept per stack (TSan fibers) when a stack is unmapped.
+void forget_stack(stack_slot* s) noexcept;
+
+}  // namespace herd::rt

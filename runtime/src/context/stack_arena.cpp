@@ -1,0 +1,434 @@
+// Stack memory: arenas of guarded slots, handed out through per-worker pools.
+//
+// Layout. Each size class (16 KiB .. 64 MiB, powers of two) has its own arena, a list of
+// chunks reserved lazily with mmap(PROT_READ|PROT_WRITE, MAP_NORESERVE) and
+// madvise(MADV_NOHUGEPAGE): a transparent huge page would make an idle actor cost 2 MiB.
+// Reserving touches nothing, so a chunk costs address space and page tables, not memory.
+// A chunk is an array of equal slots, each [guard][usable stack]: stacks grow down, so the
+// guard sits at the low end and an overflow runs into it. Slot sizes are whole pages, so every
+// slot's top (`hi`, the initial stack pointer) is page aligned.
+//
+// Guards are installed once and stay for the slot's life; neither pools nor trimming touch them
+// (guard markers survive MADV_DONTNEED). With madv_guard the whole chunk is guarded when it is
+// reserved, batched through process_madvise(pidfd, iov[], <= IOV_MAX, MADV_GUARD_INSTALL) --
+// about 370 ns a guard against 660 ns for one madvise each -- and the markers add no mapping.
+// With mprotect each slot's guard is made when the slot is carved, so the number of mappings
+// stays 2 x carved slots, which is what the start-up check of vm.max_map_count assumes.
+//
+// Metadata (stack_slot) lives outside the stacks, in an array allocated per chunk, so giving
+// pages back can never lose it and an overflow cannot scribble on it.
+//
+// Invariants.
+//  1. A chunk descriptor is written completely, then published by a release store of
+//     chunk_count_; it never changes afterwards except `carved`, which only grows (release).
+//     contains_guard() reads both with acquire loads: it is async-signal-safe and lock-free.
+//  2. A slot is in exactly one place: carved-and-running (owned by a fiber), a pool's free list,
+//     or this allocator's surplus lists. Only the owner touches `next` and `clean`.
+//  3. `clean` means the usable range has no resident pages (never touched, or trimmed and not
+//     used since). Surplus keeps dirty and clean slots apart so that reuse prefers warm pages
+//     and trimming never scans slots that have nothing to give back.
+//  4. Nothing here runs on a steady-state spawn: pools recycle locally; carve() and trimming
+//     are the only paths with syscalls.
+//  5. Code reachable from carve() runs on a fiber stack (a spawning actor), possibly 16 KiB:
+//     large buffers go on the heap.
+//
+// Under ASan the usable ranges are registered with LSan as root regions, so that objects
+// referenced only from a fiber stack are not reported as leaks. LSan reads the regions it is
+// given: a region must not cover a madv_guard marker (reading it faults), so with madv_guard
+// each carved slot is registered on its own; PROT_NONE mappings are skipped by LSan, so with
+// mprotect one region per chunk suffices.
+#include "stack_arena.hpp"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HERD_STACK_LSAN 1
+#endif
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+namespace herd::rt {
+namespace {
+
+constexpr size_t max_chunk_bytes = size_t{1} << 30;  // bounds address space per reservation
+constexpr size_t max_chunks = size_t{1} << 16;       // descriptor array, mapped lazily
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+long read_max_map_count() {
+  FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r");
+  if (!f) return -1;
+  long value = -1;
+  if (std::fscanf(f, "%ld", &value) != 1) value = -1;
+  std::fclose(f);
+  return value;
+}
+
+}  // namespace
+
+struct stack_allocator::chunk {
+  char* base;
+  size_t bytes;
+  size_t slot_bytes;
+  size_t guard_bytes;
+  stack_slot* slots;
+  uint32_t slot_count;
+  uint32_t class_index;
+  std::atomic<uint32_t> carved{0};  // slots [0, carved) have been handed out; only grows
+};
+
+const char* to_string(guard_kind kind) noexcept {
+  return kind == guard_kind::madv_guard ? "madv_guard" : "mprotect";
+}
+
+guard_kind detect_guard_kind() noexcept {
+  // -1 unknown; otherwise the guard_kind. Racing first callers probe twice, harmlessly.
+  static std::atomic<int> cached{-1};
+  int known = cached.load(std::memory_order_relaxed);
+  if (known >= 0) return static_cast<guard_kind>(known);
+  guard_kind kind = guard_kind::mprotect;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  void* p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) {
+    if (madvise(p, page, MADV_GUARD_INSTALL) == 0) kind = guard_kind::madv_guard;
+    munmap(p, 2 * page);
+  }
+  cached.store(static_cast<int>(kind), std::memory_order_relaxed);
+  return kind;
+}
+
+bool trim_slot(stack_slot* slot) noexcept {
+  if (madvise(slot->lo, slot->size(), MADV_DONTNEED) != 0) return false;
+  slot->clean = true;
+  return true;
+}
+
+stack_allocator::stack_allocator(const stack_options& options) : options_(options) {
+  page_size_ = size_t(sysconf(_SC_PAGESIZE));
+  options_.guard_size = round_up(options_.guard_size ? options_.guard_size : 1, page_size_);
+  if (options_.chunk_slots == 0) options_.chunk_slots = 1;
+  size_t cls = class_for(options_.default_size);
+  if (cls == no_stack_class) throw std::invalid_argument("herd: default stack size above 64 MiB");
+  default_class_ = uint32_t(cls);
+
+  chunk_capacity_ = max_chunks;
+  void* table = mmap(nullptr, chunk_capacity_ * sizeof(chunk), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (table == MAP_FAILED) throw std::bad_alloc();
+  chunks_ = static_cast<chunk*>(table);
+
+  if (options_.guard == guard_kind::madv_guard) pidfd_ = int(syscall(SYS_pidfd_open, getpid(), 0));
+}
+
+stack_allocator::~stack_allocator() {
+  size_t n = chunk_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    chunk& c = chunks_[i];
+#ifdef HERD_STACK_LSAN
+    if (options_.guard == guard_kind::madv_guard) {
+      uint32_t carved = c.carved.load(std::memory_order_relaxed);
+      for (uint32_t s = 0; s < carved; ++s)
+        __lsan_unregister_root_region(c.slots[s].lo, c.slots[s].size());
+    } else {
+      __lsan_unregister_root_region(c.base, c.bytes);
+    }
+#endif
+    munmap(c.base, c.bytes);
+    delete[] c.slots;
+    c.~chunk();
+  }
+  if (pidfd_ >= 0) close(pidfd_);
+  munmap(chunks_, chunk_capacity_ * sizeof(chunk));
+}
+
+std::string stack_allocator::map_failure(const char* what, int err, size_t bytes) const {
+  std::string msg = "herd: cannot ";
+  msg += what;
+  msg += " (" + std::to_string(bytes) + " bytes): " + std::error_code(err, std::generic_category()).message();
+  if (err != ENOMEM) return msg;
+  long current = read_max_map_count();
+  uint64_t carved = carved_.load(std::memory_order_relaxed);
+  // Enough for twice the stacks carved so far, two mappings each, plus the usual 1000 spare.
+  uint64_t wanted = round_up(std::max<uint64_t>(4 * carved + 1000, uint64_t(current > 0 ? current : 65530) * 2), 1024);
+  msg += ". The process has probably reached vm.max_map_count";
+  if (current > 0) msg += " (" + std::to_string(current) + ")";
+  msg += "; mprotect stack guards use two mappings per stack. Raise it: sysctl -w vm.max_map_count=" +
+         std::to_string(wanted);
+  if (options_.guard == guard_kind::mprotect) {
+    msg += " (at least 2 x max actors + 1000)";
+  } else {
+    msg += ", or check the address-space limit (ulimit -v)";
+  }
+  return msg;
+}
+
+bool stack_allocator::install_chunk_guards(chunk& c, std::string* error) {
+  // Heap, not stack: this may run on a small fiber stack (invariant 5).
+  const size_t batch = std::min<size_t>(c.slot_count, IOV_MAX);
+  std::unique_ptr<iovec[]> iov(new (std::nothrow) iovec[batch]);
+  for (uint32_t first = 0; first < c.slot_count; first += uint32_t(batch)) {
+    const size_t n = std::min<size_t>(batch, c.slot_count - first);
+    bool done = false;
+    if (pidfd_ >= 0 && iov) {
+      for (size_t i = 0; i < n; ++i) iov[i] = {c.base + (first + i) * c.slot_bytes, c.guard_bytes};
+      long r = syscall(SYS_process_madvise, pidfd_, iov.get(), n, MADV_GUARD_INSTALL, 0);
+      done = r == long(n * c.guard_bytes);
+    }
+    // Installing a guard twice is harmless, so a partial batch is simply redone slot by slot.
+    for (size_t i = 0; !done && i < n; ++i) {
+      if (madvise(c.base + (first + i) * c.slot_bytes, c.guard_bytes, MADV_GUARD_INSTALL) != 0) {
+        if (error) *error = map_failure("install stack guard pages (madvise MADV_GUARD_INSTALL)", errno, c.guard_bytes);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+stack_allocator::chunk* stack_allocator::reserve_chunk(uint32_t class_index, std::string* error) {
+  const size_t slot_bytes = options_.guard_size + class_size(class_index);
+  const size_t slots = std::max<size_t>(1, std::min(options_.chunk_slots, max_chunk_bytes / slot_bytes));
+  const size_t bytes = slots * slot_bytes;
+
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) {
+    if (error) *error = map_failure("reserve a stack chunk (mmap)", errno, bytes);
+    return nullptr;
+  }
+  madvise(mem, bytes, MADV_NOHUGEPAGE);  // fails only without THP support: nothing to prevent
+  char* base = static_cast<char*>(mem);
+
+  stack_slot* meta = new (std::nothrow) stack_slot[slots];
+  if (!meta) {
+    munmap(mem, bytes);
+    if (error) *error = "herd: out of memory for stack slot metadata";
+    return nullptr;
+  }
+  for (size_t i = 0; i < slots; ++i) {
+    meta[i].lo = base + i * slot_bytes + options_.guard_size;
+    meta[i].hi = base + (i + 1) * slot_bytes;
+    meta[i].class_index = class_index;
+  }
+
+  std::lock_guard lock(chunk_mutex_);
+  size_t index = chunk_count_.load(std::memory_order_relaxed);
+  if (index == chunk_capacity_) {
+    munmap(mem, bytes);
+    delete[] meta;
+    if (error) *error = "herd: too many stack chunks (" + std::to_string(chunk_capacity_) + "); raise chunk_slots";
+    return nullptr;
+  }
+  chunk* c = new (&chunks_[index]) chunk{base, bytes, slot_bytes, options_.guard_size, meta,
+                                         uint32_t(slots), class_index};
+  if (options_.guard == guard_kind::madv_guard && !install_chunk_guards(*c, error)) {
+    c->~chunk();
+    munmap(mem, bytes);
+    delete[] meta;
+    return nullptr;
+  }
+#ifdef HERD_STACK_LSAN
+  if (options_.guard == guard_kind::mprotect) __lsan_register_root_region(base, bytes);
+#endif
+  bytes_reserved_.fetch_add(bytes, std::memory_order_relaxed);
+  chunk_count_.store(index + 1, std::memory_order_release);  // pairs with contains_guard()
+  return c;
+}
+
+stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
+  if (class_index >= stack_class_count) {
+    if (error) *error = "herd: no stack class " + std::to_string(class_index);
+    return nullptr;
+  }
+  class_arena& arena = classes_[class_index];
+  std::lock_guard lock(arena.carve_mutex);
+  if (!arena.current || arena.next_slot == arena.current->slot_count) {
+    chunk* fresh = reserve_chunk(class_index, error);
+    if (!fresh) return nullptr;
+    arena.current = fresh;
+    arena.next_slot = 0;
+  }
+  chunk& c = *arena.current;
+  stack_slot* slot = &c.slots[arena.next_slot];
+  if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
+    if (error) *error = map_failure("install a stack guard page (mprotect)", errno, c.guard_bytes);
+    return nullptr;  // the slot stays uncarved; a later carve retries it
+  }
+#ifdef HERD_STACK_LSAN
+  if (options_.guard == guard_kind::madv_guard) __lsan_register_root_region(slot->lo, slot->size());
+#endif
+  ++arena.next_slot;
+  c.carved.store(arena.next_slot, std::memory_order_release);  // pairs with contains_guard()
+  carved_.fetch_add(1, std::memory_order_relaxed);
+  return slot;
+}
+
+stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size_t* taken) {
+  class_arena& arena = classes_[class_index];
+  stack_slot* head = nullptr;
+  stack_slot** link = &head;
+  size_t n = 0;
+  {
+    std::lock_guard lock(arena.surplus_mutex);
+    for (stack_slot** list : {&arena.dirty, &arena.clean}) {
+      size_t& count = list == &arena.dirty ? arena.dirty_count : arena.clean_count;
+      while (n < max && *list) {
+        stack_slot* s = *list;
+        *list = s->next;
+        --count;
+        *link = s;
+        link = &s->next;
+        ++n;
+      }
+    }
+  }
+  *link = nullptr;
+  surplus_.fetch_sub(n, std::memory_order_relaxed);
+  if (taken) *taken = n;
+  return head;
+}
+
+void stack_allocator::put_surplus(stack_slot* chain) {
+  if (!chain) return;
+  class_arena& arena = classes_[chain->class_index];
+  stack_slot* dirty = nullptr;
+  stack_slot* clean = nullptr;
+  stack_slot* dirty_tail = nullptr;
+  stack_slot* clean_tail = nullptr;
+  size_t dirty_n = 0, clean_n = 0;
+  while (chain) {
+    stack_slot* s = chain;
+    chain = s->next;
+    stack_slot*& head = s->clean ? clean : dirty;
+    stack_slot*& tail = s->clean ? clean_tail : dirty_tail;
+    ++(s->clean ? clean_n : dirty_n);
+    s->next = nullptr;
+    if (tail) tail->next = s; else head = s;
+    tail = s;
+  }
+  std::lock_guard lock(arena.surplus_mutex);
+  if (dirty) {
+    dirty_tail->next = arena.dirty;
+    arena.dirty = dirty;
+    arena.dirty_count += dirty_n;
+  }
+  if (clean) {
+    clean_tail->next = arena.clean;
+    arena.clean = clean;
+    arena.clean_count += clean_n;
+  }
+  surplus_.fetch_add(dirty_n + clean_n, std::memory_order_relaxed);
+}
+
+size_t stack_allocator::trim_surplus(size_t budget) {
+  size_t trimmed = 0;
+  for (class_arena& arena : classes_) {
+    if (trimmed >= budget) break;
+    // Detach a batch, give its pages back outside the lock, then file it as clean. Detached
+    // slots stay counted in surplus_, so stats() does not see them flicker into "in use".
+    stack_slot* batch = nullptr;
+    {
+      std::lock_guard lock(arena.surplus_mutex);
+      stack_slot** link = &batch;
+      for (size_t want = budget - trimmed; want && arena.dirty; --want) {
+        *link = arena.dirty;
+        arena.dirty = arena.dirty->next;
+        --arena.dirty_count;
+        link = &(*link)->next;
+      }
+      *link = nullptr;
+    }
+    if (!batch) continue;
+    stack_slot* clean = nullptr;
+    stack_slot* still_dirty = nullptr;
+    size_t clean_n = 0, dirty_n = 0;
+    while (batch) {
+      stack_slot* s = batch;
+      batch = s->next;
+      bool ok = trim_slot(s);
+      s->next = ok ? clean : still_dirty;
+      (ok ? clean : still_dirty) = s;
+      ++(ok ? clean_n : dirty_n);
+    }
+    std::lock_guard lock(arena.surplus_mutex);
+    for (stack_slot* s = clean; s;) {
+      stack_slot* next = s->next;
+      s->next = arena.clean;
+      arena.clean = s;
+      s = next;
+    }
+    for (stack_slot* s = still_dirty; s;) {
+      stack_slot* next = s->next;
+      s->next = arena.dirty;
+      arena.dirty = s;
+      s = next;
+    }
+    arena.clean_count += clean_n;
+    arena.dirty_count += dirty_n;
+    trimmed += clean_n;
+    if (dirty_n) break;  // the kernel refuses; try again at the next maintenance
+  }
+  trimmed_.fetch_add(trimmed, std::memory_order_relaxed);
+  return trimmed;
+}
+
+bool stack_allocator::contains_guard(const void* addr, const stack_slot** slot_out) const noexcept {
+  const char* a = static_cast<const char*>(addr);
+  const size_t n = chunk_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    const chunk& c = chunks_[i];
+    if (a < c.base || a >= c.base + c.bytes) continue;
+    const size_t offset = size_t(a - c.base);
+    const size_t index = offset / c.slot_bytes;
+    if (index >= c.carved.load(std::memory_order_acquire)) return false;
+    if (offset - index * c.slot_bytes >= c.guard_bytes) return false;
+    if (slot_out) *slot_out = &c.slots[index];
+    return true;
+  }
+  return false;
+}
+
+stack_allocator_stats stack_allocator::stats() const noexcept {
+  stack_allocator_stats s;
+  s.slots_carved = carved_.load(std::memory_order_relaxed);
+  s.slots_surplus = surplus_.load(std::memory_order_relaxed);
+  s.slots_trimmed = trimmed_.load(std::memory_order_relaxed);
+  s.bytes_reserved = bytes_reserved_.load(std::memory_order_relaxed);
+  s.chunks = chunk_count_.load(std::memory_order_relaxed);
+  s.guard = options_.guard;
+  uint64_t pooled = 0;
+  {
+    std::lock_guard lock(pools_mutex_);
+    for (const auto* free_slots : pools_) pooled += free_slots->load(std::memory_order_relaxed);
+  }
+  // The counters are read at slightly different moments; never report a negative count.
+  uint64_t idle = s.slots_surplus + pooled;
+  s.slots_in_use = s.slots_carved > idle ? s.slots_carved - idle : 0;
+  return s;
+}
+
+void stack_allocator::register_pool(const std::atomic<size_t>* free_slots) {
+  std::lock_guard lock(pools_mutex_);
+  pools_.push_back(free_slots);
+}
+
+void stack_allocator::unregister_pool(const std::atomic<size_t>* free_slots) {
+  std::lock_guard lock(pools_mutex_);
+  std::erase(pools_, free_slots);
+}
+
+}  // namespace herd::rt

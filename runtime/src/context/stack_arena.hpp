@@ -1,0 +1,154 @@
+// Fiber stacks: slots carved from reserved arena chunks, one arena per size class.
+// The design and its invariants are described at the top of stack_arena.cpp.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace herd::rt {
+
+// How a slot's guard is made. madv_guard (MADV_GUARD_INSTALL, Linux >= 6.13) puts markers in
+// the page tables and costs no extra mapping; mprotect splits the mapping, two per stack, and
+// so is bounded by vm.max_map_count.
+enum class guard_kind : uint8_t { madv_guard, mprotect };
+
+const char* to_string(guard_kind kind) noexcept;  // "madv_guard" / "mprotect"
+
+// Probes MADV_GUARD_INSTALL once per process on a scratch mapping; falls back to mprotect.
+// Any thread.
+guard_kind detect_guard_kind() noexcept;
+
+// Size classes: powers of two from 16 KiB to 64 MiB.
+inline constexpr size_t min_stack_size = size_t{16} * 1024;
+inline constexpr size_t max_stack_size = size_t{64} * 1024 * 1024;
+inline constexpr uint32_t stack_class_count = 13;  // log2(64 MiB / 16 KiB) + 1
+inline constexpr size_t no_stack_class = SIZE_MAX;
+
+// The class holding `bytes` (rounded up), or no_stack_class when bytes > 64 MiB.
+constexpr size_t class_for(size_t bytes) noexcept {
+  if (bytes > max_stack_size) return no_stack_class;
+  size_t index = 0;
+  for (size_t size = min_stack_size; size < bytes; size <<= 1) ++index;
+  return index;
+}
+
+constexpr size_t class_size(size_t class_index) noexcept { return min_stack_size << class_index; }
+
+struct stack_slot {
+  char* lo = nullptr;             // lowest usable byte (just above the guard)
+  char* hi = nullptr;             // one past the highest usable byte; page aligned; initial sp
+  stack_slot* next = nullptr;     // free-list link, private to pools and the surplus lists
+  void* tsan_fiber = nullptr;     // owned by the context switcher; never touched here
+  uint32_t class_index = 0;
+  bool clean = true;              // no resident pages: never used, or trimmed since last use
+  size_t size() const noexcept { return size_t(hi - lo); }
+};
+
+struct stack_options {
+  size_t default_size = 64 * 1024;
+  size_t guard_size = 4096;  // rounded up to whole pages
+  guard_kind guard = detect_guard_kind();
+  size_t chunk_slots = 1024;  // slots reserved per chunk (fewer for classes above 1 MiB)
+};
+
+struct stack_allocator_stats {
+  uint64_t slots_carved = 0;
+  uint64_t slots_in_use = 0;   // carved, minus the surplus lists, minus the pools' free lists
+  uint64_t slots_surplus = 0;  // on the allocator's surplus lists
+  uint64_t slots_trimmed = 0;  // pages given back (allocator and pools together)
+  uint64_t bytes_reserved = 0;
+  uint64_t chunks = 0;
+  guard_kind guard = guard_kind::mprotect;
+};
+
+// Gives a slot's usable pages back (MADV_DONTNEED); the guard stays. Any thread that owns the
+// slot. Returns false if the kernel refused (the slot then stays dirty).
+bool trim_slot(stack_slot* slot) noexcept;
+
+// The process-wide owner of all stack memory; one per runtime. Thread-safe unless a member
+// says otherwise. Destroy it after every pool that uses it and after the last fiber stopped
+// running on its stacks (the destructor unmaps everything).
+class stack_allocator {
+ public:
+  explicit stack_allocator(const stack_options& options = {});
+  ~stack_allocator();
+  stack_allocator(const stack_allocator&) = delete;
+  stack_allocator& operator=(const stack_allocator&) = delete;
+
+  const stack_options& options() const noexcept { return options_; }  // guard_size rounded
+  guard_kind guard() const noexcept { return options_.guard; }
+  uint32_t default_class() const noexcept { return default_class_; }
+
+  // A never-used slot with its guard in place; reserves a new chunk when the class has none
+  // left. nullptr and a message in *error (may be null) on failure. Any thread; this is the
+  // growth path (it may mmap), pools call it only when their lists and the surplus are empty.
+  stack_slot* carve(uint32_t class_index, std::string* error);
+
+  // Up to `max` surplus slots of a class as a chain through `next`, hottest first;
+  // *taken says how many. Any thread.
+  stack_slot* take_surplus(uint32_t class_index, size_t max, size_t* taken);
+  // Hands a chain of slots of one class (linked through `next`, null-terminated) to the
+  // surplus lists. Any thread.
+  void put_surplus(stack_slot* chain);
+  // Gives back the pages of up to `budget` dirty surplus slots; returns how many. Any thread;
+  // makes syscalls, so never call it on a spawn path.
+  size_t trim_surplus(size_t budget);
+
+  // Whether addr lies in the guard of a carved slot, and which. ASYNC-SIGNAL-SAFE: lock-free
+  // reads of descriptors published with release stores; no allocation.
+  bool contains_guard(const void* addr, const stack_slot** slot_out) const noexcept;
+
+  stack_allocator_stats stats() const noexcept;  // any thread; counters are relaxed snapshots
+
+  // Pools publish the length of their free lists here so stats() can tell in-use slots apart.
+  void register_pool(const std::atomic<size_t>* free_slots);
+  void unregister_pool(const std::atomic<size_t>* free_slots);
+  void count_trimmed(size_t n) noexcept { trimmed_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  struct chunk;
+  struct class_arena {
+    std::mutex carve_mutex;  // guards current/next_slot and the carving of this class
+    chunk* current = nullptr;
+    uint32_t next_slot = 0;
+
+    std::mutex surplus_mutex;  // guards the two lists below
+    stack_slot* dirty = nullptr;  // LIFO: the most recently used on top
+    stack_slot* clean = nullptr;
+    size_t dirty_count = 0;
+    size_t clean_count = 0;
+  };
+
+  chunk* reserve_chunk(uint32_t class_index, std::string* error);
+  bool install_chunk_guards(chunk& c, std::string* error);
+  std::string map_failure(const char* what, int err, size_t bytes) const;
+
+  stack_options options_;
+  uint32_t default_class_ = 0;
+  size_t page_size_ = 4096;
+  int pidfd_ = -1;  // for batched process_madvise(MADV_GUARD_INSTALL); -1: per-slot madvise
+
+  std::array<class_arena, stack_class_count> classes_;
+
+  // Chunk descriptors live in one fixed mapping so the signal handler can scan them without
+  // locks: entries [0, chunk_count_) are immutable once published (release store of the count).
+  std::mutex chunk_mutex_;  // serialises publication; taken inside a carve_mutex
+  chunk* chunks_ = nullptr;
+  size_t chunk_capacity_ = 0;
+  std::atomic<size_t> chunk_count_{0};
+
+  std::atomic<uint64_t> carved_{0};
+  std::atomic<uint64_t> surplus_{0};
+  std::atomic<uint64_t> trimmed_{0};
+  std::atomic<uint64_t> bytes_reserved_{0};
+
+  mutable std::mutex pools_mutex_;
+  std::vector<const std::atomic<size_t>*> pools_;
+};
+
+}  // namespace herd::rt

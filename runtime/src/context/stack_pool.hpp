@@ -1,0 +1,95 @@
+// A worker's cache of free stacks, in front of the process-wide stack_allocator.
+#pragma once
+
+#include "stack_arena.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace herd::rt {
+
+struct stack_pool_options {
+  size_t min_bound = 1024;     // a class's free list keeps at least this many stacks
+  uint64_t window_ms = 10'000; // the live peak that also bounds the list is kept this long
+  size_t surplus_batch = 32;   // slots moved to or from the allocator's surplus at once
+  size_t trim_budget = 4096;   // at most this many madvise calls per maintain()
+};
+
+// Counters are single-writer (the owning worker) relaxed atomics, so stats() may be read from
+// any thread, e.g. by the observer.
+struct stack_pool_stats {
+  uint64_t acquired = 0;
+  uint64_t released = 0;
+  uint64_t carved = 0;         // acquires served by stack_allocator::carve
+  uint64_t from_surplus = 0;   // stacks taken in batches from the allocator's surplus lists
+  uint64_t to_surplus = 0;     // releases beyond the bound, handed to the surplus lists
+  uint64_t trimmed = 0;        // stacks whose pages maintain() gave back
+  size_t local_free = 0;       // stacks on this pool's free lists
+};
+
+// One per worker thread. Only the owning worker may call its members, except stats().
+// Stacks may be released to a different pool than the one they came from (actors migrate).
+class stack_pool {
+ public:
+  explicit stack_pool(stack_allocator& allocator, const stack_pool_options& options = {});
+  ~stack_pool();  // hands every free stack to the allocator's surplus
+  stack_pool(const stack_pool&) = delete;
+  stack_pool& operator=(const stack_pool&) = delete;
+
+  // The most recently released stack of the class (warm in cache and in RAM), else a batch
+  // from the allocator's surplus, else a newly carved slot. nullptr and *error on failure.
+  // Steady state: no syscall, no page fault, no lock.
+  stack_slot* acquire(uint32_t class_index, std::string* error);
+
+  // Takes a stack back. `now_ms` is the caller's clock (any monotonic millisecond count; this
+  // class reads no clock); it only rolls the 10 s peak windows.
+  void release(stack_slot* slot, uint64_t now_ms);
+
+  // Returns stacks beyond the bound to the allocator and gives back the pages of stacks nobody
+  // used for a whole window (local ones at the cold end of a free list, and surplus ones).
+  // Call it when idle, before parking, and now and then when busy -- never on a spawn path:
+  // it makes one madvise per stack trimmed. Returns how many stacks it trimmed.
+  size_t maintain(uint64_t now_ms);
+
+  stack_pool_stats stats() const noexcept;  // any thread
+  stack_allocator& allocator() const noexcept { return allocator_; }
+
+ private:
+  // A class's free stacks, a ring used as a stack: acquire and release at the top (LIFO),
+  // eviction and trimming at the bottom, where the coldest stacks are.
+  struct free_list {
+    std::unique_ptr<stack_slot*[]> ring;
+    size_t capacity = 0;  // a power of two, or 0
+    size_t bottom = 0;    // ring index of the coldest entry
+    size_t count = 0;
+    int64_t in_use = 0;   // acquired minus released here; negative when actors migrated in
+    int64_t peak_now = 0, peak_before = 0;  // the most in use, this window and the last
+    size_t low_now = 0, low_before = 0;     // the fewest free: the bottom `low` went unused
+    size_t clean_below = 0;                 // the bottom entries known to be clean
+    stack_slot*& at(size_t i) { return ring[(bottom + i) & (capacity - 1)]; }
+  };
+
+  void push(free_list& list, stack_slot* slot);
+  void grow(free_list& list);
+  size_t bound(const free_list& list) const noexcept;
+  void evict(free_list& list, size_t n);  // the n coldest go to the allocator's surplus
+  void roll_windows(uint64_t now_ms);
+  void publish_free() noexcept { free_slots_.store(free_total_, std::memory_order_relaxed); }
+  static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // single writer
+  }
+
+  stack_allocator& allocator_;
+  stack_pool_options options_;
+  std::array<free_list, stack_class_count> lists_;
+  uint64_t window_start_ms_ = 0;
+  size_t free_total_ = 0;
+  std::atomic<size_t> free_slots_{0};  // free_total_, published for stack_allocator::stats()
+  std::atomic<uint64_t> acquired_{0}, released_{0}, carved_{0}, from_surplus_{0}, to_surplus_{0},
+      trimmed_{0};
+};
+
+}  // namespace herd::rt

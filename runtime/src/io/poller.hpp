@@ -1,0 +1,48 @@
+// The node's one epoll instance. Every fd is registered edge-triggered for its
+// life; whoever holds the token polls (a busy worker without blocking every 61
+// fibers or 1 ms; an idle worker blocks in it until its next timer). An
+// eventfd in the same set lets unpark() reach a worker blocked in epoll_wait.
+#pragma once
+#include <herd/runtime/io.hpp>
+
+#include <atomic>
+#include <cstdint>
+
+namespace herd::rt {
+
+class poller {
+ public:
+  poller();
+  ~poller();
+  poller(const poller&) = delete;
+  poller& operator=(const poller&) = delete;
+
+  int add(int fd, io_source* src, uint32_t events) noexcept;
+  int del(int fd) noexcept;
+
+  // Any thread. Only one thread at a time holds the token and may poll.
+  bool try_acquire() noexcept {
+    // acquire: pairs with release(): the previous holder's dispatches are visible.
+    return !busy_.exchange(true, std::memory_order_acquire);
+  }
+  void release() noexcept { busy_.store(false, std::memory_order_release); }
+
+  // Token holder. Waits up to timeout_ms (-1: forever, 0: not at all) and
+  // dispatches what is ready. Returns the number of sources dispatched.
+  int poll(int timeout_ms) noexcept;
+
+  // Any thread: wakes the token holder out of a blocking poll().
+  void notify() noexcept;
+
+  bool has_sources() const noexcept { return sources_.load(std::memory_order_relaxed) > 0; }
+  uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
+
+ private:
+  int epfd_ = -1;
+  int evfd_ = -1;
+  std::atomic<bool> busy_{false};
+  std::atomic<int64_t> sources_{0};
+  std::atomic<uint64_t> polls_{0};
+};
+
+}  // namespace herd::rt

@@ -1,0 +1,170 @@
+// Wiring: builds the shared parts, starts and stops the worker threads.
+// Stop order: (1) `stopping` is set and every worker unparked; a worker leaves
+// its loop only when it finds no runnable fiber, so fibers already runnable
+// finish their slice; (2) the threads are joined; (3) callback timers are
+// dropped, so their arguments (messages) are freed; (4) everything retired is
+// freed — no worker can hold a pointer any more; (5) the blocking pool and the
+// stack arenas go with the impl.
+#include <herd/runtime/runtime.hpp>
+
+#include "context/overflow_handler.hpp"
+#include "runtime_impl.hpp"
+#include "startup_checks.hpp"
+#include "time/clock_impl.hpp"
+
+#include <herd/runtime/clock.hpp>
+#include <herd/runtime/sched.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+
+namespace herd::rt {
+namespace {
+
+std::atomic<runtime_impl*> g_runtime{nullptr};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t sanitizer_stack_factor = 4;
+constexpr std::size_t sanitizer_guard_pages = 16;
+#else
+constexpr std::size_t sanitizer_stack_factor = 1;
+constexpr std::size_t sanitizer_guard_pages = 1;
+#endif
+
+runtime_options normalized(runtime_options o) {
+  if (o.deterministic) o.workers = 1;
+  if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
+  if (o.stack_size == 0) o.stack_size = 64 * 1024;
+  o.stack_size *= sanitizer_stack_factor;
+  if (o.guard_size == 0) o.guard_size = 4096 * sanitizer_guard_pages;
+  if (o.reduction_budget == 0) o.reduction_budget = 1;
+  return o;
+}
+
+stack_options stack_opts(const runtime_options& o) {
+  stack_options s;
+  s.default_size = o.stack_size;
+  s.guard_size = o.guard_size;
+  if (o.force_mprotect_guards) s.guard = guard_kind::mprotect;
+  return s;
+}
+
+}  // namespace
+
+extern worker* raw_this_worker_for_signal() noexcept;
+
+namespace {
+std::size_t describe_running(char* buf, std::size_t cap) noexcept {
+  worker* w = raw_this_worker_for_signal();
+  fiber* f = w ? w->side.current : nullptr;
+  if (!f || !f->ops || !f->ops->describe) return 0;
+  return f->ops->describe(f, buf, cap);
+}
+}  // namespace
+
+runtime_impl* current_runtime() noexcept { return g_runtime.load(std::memory_order_acquire); }
+
+runtime_impl::runtime_impl(const runtime_options& o)
+    : opts(normalized(o)),
+      n_workers(opts.workers),
+      long_tsc(clock_impl::tsc_per_ms() * opts.long_schedule_ms),
+      stacks(stack_opts(opts)),
+      foreign_stacks(stacks),
+      idle_state(n_workers),
+      reclaim(n_workers),
+      blocking(opts.blocking_threads) {}
+
+void runtime_impl::notify_parked() noexcept {
+  int w = idle_state.worker_to_notify();
+  if (w >= 0) workers[static_cast<unsigned>(w)]->park_token.unpark(io);
+}
+
+void runtime_impl::record_long_schedule(const fiber* f, uint64_t ms) {
+  std::lock_guard<std::mutex> g(long_m);
+  longs.push_back({now_ms(), ms, f});
+  if (longs.size() > 64) longs.pop_front();
+}
+
+runtime::runtime(const runtime_options& o) : impl_(std::make_unique<impl>(o)) {
+  limits_report r = check_limits(impl_->opts.max_actors, impl_->stacks.guard(), impl_->opts.wanted_fds);
+  impl_->warnings = r.warnings;
+  impl_->warnings.insert(impl_->warnings.end(), r.errors.begin(), r.errors.end());
+  if (!impl_->opts.quiet)
+    for (auto& w : impl_->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+}
+
+runtime::~runtime() { stop(); }
+
+void runtime::start() {
+  runtime_impl* expected = nullptr;
+  if (!g_runtime.compare_exchange_strong(expected, impl_.get(), std::memory_order_acq_rel))
+    throw std::logic_error("herd: another runtime is already running in this process");
+  impl& r = *impl_;
+  clock_impl::start(r.opts.deterministic);
+  r.started_ms = now_ms();
+  install_overflow_handler(&r.stacks);
+  set_overflow_describer(&describe_running);
+  r.blocking.complete = [](blocking_job* job) noexcept {
+    auto* f = static_cast<fiber*>(job->fiber);
+    runtime_impl* rt = current_runtime();
+    // The fiber may see `done` (a spurious wake-up), finish and be retired
+    // before wake() below returns: stay a registered reader until then.
+    rt->reclaim.enter_foreign();
+    job->done.store(true, std::memory_order_release);
+    if (f) wake(f);
+    rt->reclaim.leave_foreign();
+  };
+  for (unsigned i = 0; i < r.n_workers; ++i) r.workers.push_back(std::make_unique<worker>(r, i));
+  for (unsigned i = 0; i < r.n_workers; ++i)
+    r.threads.emplace_back([w = r.workers[i].get()] { w->thread_main(); });
+}
+
+void runtime::stop() {
+  impl& r = *impl_;
+  if (r.threads.empty()) return;
+  r.stopping.store(true, std::memory_order_release);
+  for (auto& w : r.workers) w->park_token.unpark(r.io);
+  for (auto& t : r.threads) t.join();
+  r.threads.clear();
+  for (auto& w : r.workers) w->timers.clear();
+  r.reclaim.reclaim_all();
+  set_overflow_describer(nullptr);
+  g_runtime.store(nullptr, std::memory_order_release);
+}
+
+unsigned runtime::workers() const noexcept { return impl_->n_workers; }
+
+const std::vector<std::string>& runtime::startup_warnings() const noexcept { return impl_->warnings; }
+
+
+runtime_metrics runtime::metrics() const {
+  const impl& r = *impl_;
+  runtime_metrics m;
+  const uint64_t per_ms = clock_impl::tsc_per_ms();
+  for (auto& w : r.workers) {
+    worker_metrics x;
+    x.switches = w->switches.load(std::memory_order_relaxed);
+    x.steals = w->steals.load(std::memory_order_relaxed);
+    x.stolen = w->stolen.load(std::memory_order_relaxed);
+    x.parks = w->parks.load(std::memory_order_relaxed);
+    x.busy_ns = w->busy_tsc.load(std::memory_order_relaxed) * 1000000 / per_ms;
+    x.run_queue = w->ring.size_approx() + (w->run_next.load(std::memory_order_relaxed) ? 1 : 0);
+    x.timers = w->timers.size();
+    m.workers.push_back(x);
+  }
+  {
+    std::lock_guard<std::mutex> g(const_cast<impl&>(r).long_m);
+    m.long_schedules.assign(r.longs.begin(), r.longs.end());
+  }
+  m.polls = r.io.polls();
+  stack_allocator_stats ss = r.stacks.stats();
+  m.stacks_in_use = ss.slots_in_use;
+  m.stacks_carved = ss.slots_carved;
+  m.uptime_ms = now_ms() - r.started_ms;
+  m.guard = to_string(r.stacks.guard());
+  return m;
+}
+
+}  // namespace herd::rt

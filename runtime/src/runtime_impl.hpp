@@ -1,0 +1,57 @@
+// Everything one running runtime owns; shared by the workers.
+#pragma once
+#include <herd/runtime/runtime.hpp>
+
+#include "context/stack_arena.hpp"
+#include "context/stack_pool.hpp"
+#include "io/poller.hpp"
+#include "sched/blocking_pool.hpp"
+#include "sched/idle.hpp"
+#include "sched/inject_queue.hpp"
+#include "sched/qsbr.hpp"
+#include "sched/worker.hpp"
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace herd::rt {
+
+struct runtime_impl {
+  explicit runtime_impl(const runtime_options& o);
+
+  void notify_parked() noexcept;  // any thread: wake one parked worker if useful
+  void record_long_schedule(const fiber* f, uint64_t ms);
+
+  runtime_options opts;
+  unsigned n_workers;
+  uint64_t long_tsc;  // a slice longer than this is recorded
+  std::vector<std::string> warnings;
+  stack_allocator stacks;
+  std::mutex foreign_stacks_m;
+  stack_pool foreign_stacks;  // prepare_stack from non-worker threads
+  inject_queue inject, high, low;
+  idle idle_state;
+  poller io;
+  qsbr reclaim;
+  blocking_pool blocking;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<std::thread> threads;
+  std::atomic<bool> stopping{false};
+  std::mutex long_m;
+  std::deque<long_schedule> longs;
+  uint64_t started_ms = 0;
+};
+
+// The running runtime (one per process at a time).
+runtime_impl* current_runtime() noexcept;
+
+}  // namespace herd::rt
+
+// The runtime is what runtime::impl names in the public header.
+struct herd::rt::runtime::impl : herd::rt::runtime_impl {
+  using runtime_impl::runtime_impl;
+};

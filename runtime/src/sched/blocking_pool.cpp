@@ -1,0 +1,51 @@
+#include "sched/blocking_pool.hpp"
+
+#include "context/overflow_handler.hpp"
+
+
+namespace herd::rt {
+
+blocking_pool::~blocking_pool() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void blocking_pool::submit(blocking_job* job) {
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  std::unique_lock<std::mutex> g(m_);
+  q_.push_back(job);
+  if (idle_ == 0 && live_ < max_) {
+    ++live_;
+    threads_.emplace_back([this] { thread_main(); });
+    return;
+  }
+  g.unlock();
+  cv_.notify_one();
+}
+
+void blocking_pool::thread_main() {
+  install_thread_altstack();
+  std::unique_lock<std::mutex> g(m_);
+  for (;;) {
+    ++idle_;
+    cv_.wait(g, [&] { return stop_ || !q_.empty(); });
+    --idle_;
+    if (stop_ && q_.empty()) break;
+    blocking_job* job = q_.front();
+    q_.pop_front();
+    g.unlock();
+    job->run(job);
+    complete(job);
+    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    g.lock();
+  }
+  --live_;
+  g.unlock();
+  remove_thread_altstack();
+}
+
+}  // namespace herd::rt

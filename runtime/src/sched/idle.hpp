@@ -1,0 +1,106 @@
+// Who is searching for work and who is parked (tokio's idle.rs protocol).
+//
+// `state_` packs (unparked << 16) | searching. At most half the workers search
+// at once; a worker that finds work while searching and was the last searcher
+// wakes one parked worker (work tends to come in bunches), so wake-ups spread
+// one at a time instead of as a thundering herd.
+//
+// Lost wake-up argument: a producer publishes work (queue push), then reads
+// state_ with a seq_cst RMW in should_notify(). A worker going to park
+// decrements state_ with a seq_cst RMW, then — if it was the last searcher —
+// re-checks every queue (worker::notify_if_work_pending). Both RMWs hit the same
+// word, so either the producer sees the parked count and wakes someone, or the
+// parking worker sees the work.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace herd::rt {
+
+class idle {
+ public:
+  explicit idle(unsigned workers) : workers_(workers), state_(workers << 16) {
+    sleepers_.reserve(workers);
+  }
+
+  // Any thread. True if a parked worker should be woken.
+  bool should_notify() noexcept {
+    // seq_cst RMW read: see the lost wake-up argument above.
+    uint32_t s = state_.fetch_add(0, std::memory_order_seq_cst);
+    return searching(s) == 0 && unparked(s) < workers_;
+  }
+
+  // Any thread. The worker to unpark (counted as unparked and searching from
+  // now on), or -1.
+  int worker_to_notify() {
+    if (!should_notify()) return -1;
+    std::lock_guard<std::mutex> g(m_);
+    if (!should_notify() || sleepers_.empty()) return -1;
+    state_.fetch_add((1u << 16) | 1u, std::memory_order_seq_cst);
+    int w = static_cast<int>(sleepers_.back());
+    sleepers_.pop_back();
+    return w;
+  }
+
+  // The worker itself. False if enough workers are searching already.
+  bool transition_to_searching() noexcept {
+    uint32_t s = state_.load(std::memory_order_seq_cst);
+    if (2 * searching(s) >= workers_) return false;
+    state_.fetch_add(1, std::memory_order_seq_cst);
+    return true;
+  }
+
+  // The worker itself. True if it was the last searcher.
+  bool transition_from_searching() noexcept {
+    return searching(state_.fetch_sub(1, std::memory_order_seq_cst)) == 1;
+  }
+
+  // The worker itself, before it parks. True if it was the last searcher
+  // (it must then re-check every queue).
+  bool transition_to_parked(unsigned id, bool is_searching) {
+    std::lock_guard<std::mutex> g(m_);
+    uint32_t dec = (1u << 16) | (is_searching ? 1u : 0u);
+    uint32_t prev = state_.fetch_sub(dec, std::memory_order_seq_cst);
+    sleepers_.push_back(id);
+    return is_searching && searching(prev) == 1;
+  }
+
+  // The worker itself, after it wakes. True if it was notified (it is then
+  // counted as searching); false if it woke on its own (timer, I/O) and has now
+  // taken itself off the sleepers list.
+  bool transition_from_parked(unsigned id) {
+    std::lock_guard<std::mutex> g(m_);
+    for (std::size_t i = 0; i < sleepers_.size(); ++i) {
+      if (sleepers_[i] == id) {
+        sleepers_[i] = sleepers_.back();
+        sleepers_.pop_back();
+        state_.fetch_add(1u << 16, std::memory_order_seq_cst);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Any thread: every parked worker (shutdown).
+  std::vector<unsigned> all_sleepers() {
+    std::lock_guard<std::mutex> g(m_);
+    return sleepers_;
+  }
+
+  unsigned num_searching() const noexcept {
+    return searching(state_.load(std::memory_order_relaxed));
+  }
+
+ private:
+  static uint32_t searching(uint32_t s) noexcept { return s & 0xffffu; }
+  static uint32_t unparked(uint32_t s) noexcept { return s >> 16; }
+
+  const unsigned workers_;
+  std::atomic<uint32_t> state_;
+  std::mutex m_;
+  std::vector<unsigned> sleepers_;
+};
+
+}  // namespace herd::rt

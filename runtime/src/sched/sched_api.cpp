@@ -1,0 +1,214 @@
+// The fiber-facing scheduler functions of <herd/runtime/sched.hpp>,
+// <herd/runtime/blocking.hpp>, <herd/runtime/io.hpp> and <herd/runtime/timer.hpp>.
+#include <herd/runtime/blocking.hpp>
+#include <herd/runtime/clock.hpp>
+#include <herd/runtime/io.hpp>
+#include <herd/runtime/sched.hpp>
+#include <herd/runtime/timer.hpp>
+
+#include "context/fiber_context.hpp"
+#include "runtime_impl.hpp"
+#include "sched/fiber_state.hpp"
+
+#include <cassert>
+
+namespace herd::rt {
+
+[[gnu::noinline]] fiber* current() noexcept {
+  asm volatile("" ::: "memory");
+  worker* w = this_worker();
+  return w ? w->side.current : nullptr;
+}
+
+bool on_worker() noexcept { return this_worker() != nullptr; }
+
+uint32_t worker_index() noexcept {
+  worker* w = this_worker();
+  return w ? w->id : UINT32_MAX;
+}
+
+unsigned worker_count() noexcept {
+  runtime_impl* rt = current_runtime();
+  return rt ? rt->n_workers : 0;
+}
+
+void park() {
+  fiber* f = current();
+  assert(f && "herd::rt::park outside a fiber");
+  suspend(f, suspend_reason::park);
+}
+
+bool park_until(uint64_t deadline_ms) {
+  if (deadline_ms == no_deadline) {
+    park();
+    return false;
+  }
+  fiber* f = current();
+  assert(f && "herd::rt::park_until outside a fiber");
+  this_worker()->timers.arm_fiber(f, deadline_ms);
+  suspend(f, suspend_reason::park);
+  return timer_service::disarm_fiber(f);
+}
+
+void yield() {
+  fiber* f = current();
+  if (f) suspend(f, suspend_reason::yield);
+}
+
+void consume_reduction() {
+  fiber* f = current();
+  if (!f) return;
+  // relaxed: the total is a statistic; only the running fiber writes it.
+  f->reductions.store(f->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (f->reductions_left == 0 || --f->reductions_left == 0) suspend(f, suspend_reason::yield);
+}
+
+void wake(fiber* f) noexcept {
+  if (state::transition_to_notified(f) != state::wake_result::enqueue) return;
+  worker* w = this_worker();
+  if (w) {
+    w->schedule(f, w->side.current != nullptr);
+    return;
+  }
+  runtime_impl* rt = current_runtime();
+  switch (f->prio) {
+    case priority::high: rt->high.push(f); break;
+    case priority::low: rt->low.push(f); break;
+    default: rt->inject.push(f);
+  }
+  rt->notify_parked();
+}
+
+void start(fiber* child) {
+  worker* w = this_worker();
+  fiber* self = w ? w->side.current : nullptr;
+  if (self && child->prio != priority::low) {
+    w->spawned = child;
+    suspend(self, suspend_reason::spawn);
+    return;
+  }
+  if (w) {
+    w->schedule(child, false);
+    return;
+  }
+  runtime_impl* rt = current_runtime();
+  switch (child->prio) {
+    case priority::high: rt->high.push(child); break;
+    case priority::low: rt->low.push(child); break;
+    default: rt->inject.push(child);
+  }
+  rt->notify_parked();
+}
+
+bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
+  runtime_impl* rt = current_runtime();
+  std::size_t want = bytes ? bytes : rt->opts.stack_size;
+  std::size_t cls = class_for(want);
+  if (cls == no_stack_class) {
+    if (error) *error = "herd: stack size " + std::to_string(want) + " is out of range";
+    return false;
+  }
+  f->stack_class = static_cast<uint16_t>(cls);
+  if (worker* w = this_worker()) {
+    f->stack = w->stacks.acquire(f->stack_class, error);
+  } else {
+    std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
+    f->stack = rt->foreign_stacks.acquire(f->stack_class, error);
+  }
+  return f->stack != nullptr;
+}
+
+void release_stack(fiber* f) noexcept {
+  if (!f->stack) return;
+  runtime_impl* rt = current_runtime();
+  if (worker* w = this_worker()) {
+    w->stacks.release(f->stack, now_ms());
+  } else {
+    std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
+    rt->foreign_stacks.release(f->stack, now_ms());
+  }
+  f->stack = nullptr;
+}
+
+std::size_t default_stack_size() noexcept { return current_runtime()->opts.stack_size; }
+
+const char* guard_mechanism() noexcept { return to_string(current_runtime()->stacks.guard()); }
+
+void retire(void* obj, void (*free_fn)(void*)) noexcept {
+  runtime_impl* rt = current_runtime();
+  if (!rt) {
+    free_fn(obj);
+    return;
+  }
+  if (worker* w = this_worker()) rt->reclaim.retire(w->id, obj, free_fn);
+  else rt->reclaim.retire_foreign(obj, free_fn);
+}
+
+foreign_read_guard::foreign_read_guard() noexcept
+    : active_(this_worker() == nullptr && current_runtime() != nullptr) {
+  if (active_) current_runtime()->reclaim.enter_foreign();
+}
+
+foreign_read_guard::~foreign_read_guard() {
+  if (active_) current_runtime()->reclaim.leave_foreign();
+}
+
+void run_blocking(blocking_job* job) {
+  fiber* f = current();
+  if (!f) {
+    job->run(job);
+    job->done.store(true, std::memory_order_release);
+    return;
+  }
+  job->fiber = f;
+  current_runtime()->blocking.submit(job);
+  // acquire: pairs with the pool's release store of done.
+  while (!job->done.load(std::memory_order_acquire)) park();
+}
+
+int io_register(int fd, io_source* src, uint32_t events) noexcept {
+  return current_runtime()->io.add(fd, src, events);
+}
+
+int io_deregister(int fd) noexcept { return current_runtime()->io.del(fd); }
+
+// ---- callback timers
+
+timer_ref::timer_ref(const timer_ref& o) noexcept : e_(o.e_) {
+  if (e_) e_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+timer_ref::~timer_ref() {
+  if (e_) timer_entry_unref(e_);
+}
+
+timer_ref schedule_timer(uint64_t deadline_ms, void (*fire)(void*), void (*drop)(void*), void* arg) {
+  runtime_impl* rt = current_runtime();
+  worker* w = this_worker();
+  worker* owner = w ? w : rt->workers[0].get();
+  timer_entry* e = owner->timers.add(deadline_ms, fire, drop, arg);
+  // A worker parked on a later deadline must recompute its sleep.
+  if (!w) owner->park_token.unpark(rt->io);
+  return timer_ref(e);
+}
+
+bool cancel_timer(const timer_ref& t) noexcept {
+  timer_entry* e = t.entry();
+  if (!e) return false;
+  uint8_t expected = timer_entry::armed;
+  // acq_rel: exactly one of this and the firing wins (pairs with timer_service::advance).
+  if (!e->st.compare_exchange_strong(expected, timer_entry::cancelled, std::memory_order_acq_rel))
+    return false;
+  e->drop(e->arg);
+  e->owner->note_cancelled();
+  return true;
+}
+
+int64_t timer_remaining(const timer_ref& t) noexcept {
+  timer_entry* e = t.entry();
+  if (!e || e->st.load(std::memory_order_acquire) != timer_entry::armed) return -1;
+  uint64_t now = now_ms();
+  return e->node.deadline > now ? int64_t(e->node.deadline - now) : 0;
+}
+
+}  // namespace herd::rt

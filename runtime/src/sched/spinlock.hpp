@@ -1,0 +1,23 @@
+// A test-and-test-and-set lock for short, rarely contended sections (a timer
+// wheel: its owner and the occasional canceller on another worker).
+#pragma once
+#include <atomic>
+
+namespace herd::rt {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (;;) {
+      // acquire: pairs with unlock()'s release.
+      if (!flag_.exchange(true, std::memory_order_acquire)) return;
+      while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+}  // namespace herd::rt

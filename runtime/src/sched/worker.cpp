@@ -1,0 +1,331 @@
+// The worker loop. One thread per worker; each iteration picks one fiber and
+// resumes it until it switches back.
+//
+// Where the next fiber comes from, in order:
+//   1. `direct`: a child the last fiber spawned (depth-first: the child runs at
+//      once, its parent waits in "run next"; skynet's peak memory then tracks
+//      live work, not spawned work).
+//   2. the global high-priority queue;
+//   3. every 61st pick, the global injection queue and then the low-priority
+//      queue (so neither starves under local load — Go's 1/61 rule);
+//   4. "run next" (the fiber the last one woke: ping-pong stays on one core,
+//      hot in cache) — at most 3 times in a row, then the ring gets a turn;
+//   5. the local ring (FIFO);
+//   6. a batch from the injection queue, the low queue;
+//   7. stealing half of another worker's ring (at most half the workers search
+//      at once), then — last pass — a victim's "run next", but only if the
+//      victim has been inside one fiber for over 50 µs;
+//   8. polling I/O without blocking; then parking.
+//
+// Maintenance (timers due, a non-blocking I/O poll, a quiescent-state report
+// for reclamation) runs every 61 picks or every 1 ms of TSC time, whichever is
+// first — an idle-only poll is how BEAM's acceptors starve under load.
+//
+// Parking: the worker fires due timers, trims its stack pool, reports itself
+// parked to `idle` (if it was the last searcher it re-checks every queue, see
+// idle.hpp), goes offline for reclamation, and sleeps until its next timer:
+// in epoll_wait if it can take the poller token, else on its futex. There is
+// no periodic tick; an idle node sleeps.
+//
+// After a fiber switches back, the worker acts on the reason: `park` tries the
+// waiting transition (a wake that came while the fiber ran makes it fail, and
+// the fiber runs again), `yield` goes to the ring's tail, `spawn` puts the
+// parent in run next and the child in `direct`, `hibernate` returns the stack
+// to the pool before the waiting transition (a wake-up after that allocates a
+// fresh stack), `dead` returns the stack and hands the fiber to its owner.
+#include "sched/worker.hpp"
+
+#include "context/overflow_handler.hpp"
+#include "runtime_impl.hpp"
+#include "sched/fiber_state.hpp"
+#include "time/clock_impl.hpp"
+
+#include <herd/runtime/clock.hpp>
+
+#include <algorithm>
+
+namespace herd::rt {
+namespace {
+
+thread_local worker* tl_worker = nullptr;
+
+void wake_from_timer(void* ctx, fiber* f) {
+  if (state::transition_to_notified(f) == state::wake_result::enqueue)
+    static_cast<worker*>(ctx)->schedule(f, false);
+}
+
+}  // namespace
+
+[[gnu::noinline]] worker* this_worker() noexcept {
+  asm volatile("" ::: "memory");
+  return tl_worker;
+}
+
+worker* raw_this_worker_for_signal() noexcept { return tl_worker; }
+
+worker::worker(runtime_impl& r, unsigned i)
+    : rt(r), id(i), stacks(r.stacks), timers(now_ms()), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
+  side.owner = this;
+}
+
+void worker::thread_main() {
+  tl_worker = this;
+  side.init_on_thread();
+  install_thread_altstack();
+  const uint64_t per_ms = clock_impl::tsc_per_ms();
+  next_maint_tsc_ = clock_impl::tsc() + per_ms;
+  for (;;) {
+    uint64_t t = clock_impl::tsc();
+    if (last_run_) {
+      uint64_t d = t - run_start_tsc_;
+      busy_tsc.store(busy_tsc.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+      if (d > rt.long_tsc) rt.record_long_schedule(last_run_, d / per_ms);
+      last_run_ = nullptr;
+    }
+    fiber* f = next_local(t);
+    if (!f) f = next_remote();
+    if (f) {
+      run(f, t);
+      continue;
+    }
+    if (rt.stopping.load(std::memory_order_acquire)) break;
+    park();
+  }
+  remove_thread_altstack();
+  tl_worker = nullptr;
+}
+
+fiber* worker::next_local(uint64_t t) {
+  if (++since_maint_ >= 61 || t >= next_maint_tsc_) maintenance(t);
+  if (fiber* f = direct) {
+    direct = nullptr;
+    return f;
+  }
+  if (!rt.high.empty())
+    if (fiber* f = rt.high.pop()) return f;
+  if (++ticks_ % 61 == 0) {
+    if (fiber* f = rt.inject.pop()) return f;
+    if (fiber* f = rt.low.pop()) return f;
+  }
+  // acq_rel on run_next: the exchange that takes a fiber acquires what the
+  // exchange that put it there published (the fiber's saved context).
+  if (run_next_streak_ < 3 && run_next.load(std::memory_order_relaxed)) {
+    if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
+      ++run_next_streak_;
+      return f;
+    }
+  }
+  run_next_streak_ = 0;
+  if (fiber* f = ring.pop()) return f;
+  if (run_next.load(std::memory_order_relaxed)) {
+    if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
+      run_next_streak_ = 1;
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+fiber* worker::next_remote() {
+  fiber* found = nullptr;
+  if (!rt.inject.empty()) {
+    fiber* batch[64];
+    uint32_t room = 256 - ring.size_approx();
+    std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, 64));
+    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
+    if (n) found = batch[0];
+  }
+  if (!found) found = rt.low.pop();
+  if (!found && rt.n_workers > 1) {
+    if (!searching_) searching_ = rt.idle_state.transition_to_searching();
+    if (searching_) found = steal();
+  }
+  if (!found && rt.io.has_sources() && rt.io.try_acquire()) {
+    rt.io.poll(0);
+    rt.io.release();
+    found = ring.pop();
+    if (!found) found = run_next.exchange(nullptr, std::memory_order_acq_rel);
+  }
+  if (found && searching_) {
+    searching_ = false;
+    // The last searcher found work: there may be more, let another search.
+    if (rt.idle_state.transition_from_searching()) rt.notify_parked();
+  }
+  return found;
+}
+
+fiber* worker::steal() {
+  const unsigned n = rt.n_workers;
+  rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;
+  const unsigned start = static_cast<unsigned>(rng_ % n);
+  for (unsigned i = 0; i < n; ++i) {
+    worker* v = rt.workers[(start + i) % n].get();
+    if (v == this) continue;
+    uint32_t before = ring.size_approx();
+    if (fiber* f = v->ring.steal_into(ring)) {
+      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      stolen.store(stolen.load(std::memory_order_relaxed) + 1 + ring.size_approx() - before,
+                   std::memory_order_relaxed);
+      return f;
+    }
+  }
+  if (fiber* f = rt.inject.pop()) return f;
+  // Last pass: a worker stuck in one long fiber must not starve its run next.
+  const uint64_t stuck = clock_impl::tsc_per_ms() / 20;  // 50 µs
+  const uint64_t now = clock_impl::tsc();
+  for (unsigned i = 0; i < n; ++i) {
+    worker* v = rt.workers[(start + i) % n].get();
+    if (v == this || !v->run_next.load(std::memory_order_relaxed)) continue;
+    uint64_t since = v->running_since.load(std::memory_order_relaxed);
+    if (since == 0 || now - since < stuck) continue;
+    if (fiber* f = v->run_next.exchange(nullptr, std::memory_order_acq_rel)) {
+      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+void worker::run(fiber* f, uint64_t t) {
+  if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
+    f->stack = stacks.acquire(f->stack_class, &scratch_error_);
+    if (!f->stack) {
+      f->rt_flags |= fiber_flag_no_stack;
+      state::mark_dead(f);
+      f->ops->finished(f);
+      return;
+    }
+  }
+  f->reductions_left = rt.opts.reduction_budget;
+  f->last_run_ms.store(coarse_ms_, std::memory_order_relaxed);
+  run_start_tsc_ = t;
+  last_run_ = f;
+  running_since.store(t, std::memory_order_relaxed);
+  suspend_reason why = resume(side, f);
+  running_since.store(0, std::memory_order_relaxed);
+  switches.store(switches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  switch (why) {
+    case suspend_reason::park:
+      if (!state::try_park(f)) schedule_next(f);
+      break;
+    case suspend_reason::yield:
+      schedule_local(f);
+      break;
+    case suspend_reason::spawn:
+      direct = spawned;
+      spawned = nullptr;
+      schedule_next(f);
+      break;
+    case suspend_reason::hibernate:
+      stacks.release(f->stack, coarse_ms_);
+      f->stack = nullptr;
+      if (!state::try_park(f)) schedule_next(f);
+      break;
+    case suspend_reason::dead:
+      stacks.release(f->stack, coarse_ms_);
+      f->stack = nullptr;
+      state::mark_dead(f);
+      f->ops->finished(f);
+      break;
+  }
+}
+
+void worker::schedule_next(fiber* f) {
+  fiber* prev = run_next.exchange(f, std::memory_order_acq_rel);
+  if (prev) schedule_local(prev);
+}
+
+void worker::schedule_local(fiber* f) {
+  while (!ring.push_back(f)) {
+    if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { rt.inject.push_bulk(items, n); }))
+      break;
+  }
+  if (rt.n_workers > 1 && rt.idle_state.should_notify()) rt.notify_parked();
+}
+
+void worker::schedule(fiber* f, bool from_fiber) {
+  switch (f->prio) {
+    case priority::high:
+      rt.high.push(f);
+      rt.notify_parked();
+      break;
+    case priority::low:
+      rt.low.push(f);
+      rt.notify_parked();
+      break;
+    default:
+      if (from_fiber) schedule_next(f);
+      else schedule_local(f);
+  }
+}
+
+void worker::maintenance(uint64_t t) {
+  since_maint_ = 0;
+  next_maint_tsc_ = t + clock_impl::tsc_per_ms();
+  rt.reclaim.quiescent(id);
+  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
+  uint64_t now = now_ms();
+  coarse_ms_ = now;
+  if (timers.earliest() <= now) fire_timers(now);
+  if (rt.io.has_sources() && rt.io.try_acquire()) {
+    rt.io.poll(0);
+    rt.io.release();
+  }
+}
+
+void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, this); }
+
+bool worker::work_pending_anywhere() const {
+  for (auto& w : rt.workers)
+    if (!w->ring.empty_approx() || w->run_next.load(std::memory_order_seq_cst)) return true;
+  return !rt.inject.empty_seq_cst() || !rt.high.empty() || !rt.low.empty();
+}
+
+bool worker::advance_virtual_time() {
+  if (rt.blocking.in_flight() > 0) return false;
+  uint64_t e = timers.earliest();
+  if (e == UINT64_MAX) return false;
+  clock_impl::set_virtual(e);
+  fire_timers(now_ms());
+  return true;
+}
+
+void worker::park() {
+  uint64_t now = now_ms();
+  coarse_ms_ = now;
+  if (timers.earliest() <= now) {
+    fire_timers(now);
+    return;  // something may be runnable now
+  }
+  stacks.maintain(now);
+  rt.reclaim.quiescent(id);
+  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
+  if (rt.opts.deterministic && advance_virtual_time()) return;
+
+  bool last = rt.idle_state.transition_to_parked(id, searching_);
+  searching_ = false;
+  if (last && work_pending_anywhere()) rt.notify_parked();
+  rt.reclaim.go_offline(id);
+
+  int timeout = -1;
+  uint64_t e = timers.earliest();
+  if (rt.opts.deterministic) {
+    timeout = -1;  // virtual time moves only when all is blocked (handled above)
+  } else if (e != UINT64_MAX) {
+    uint64_t cur = now_ms();
+    timeout = e <= cur ? 0 : static_cast<int>(std::min<uint64_t>(e - cur, 1u << 30));
+  }
+  if (rt.reclaim.has_work(id) && (timeout < 0 || timeout > 50)) timeout = 50;
+  if (!rt.stopping.load(std::memory_order_acquire)) {
+    poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
+    park_token.park(timeout, io);
+    if (io) rt.io.release();
+  }
+  rt.reclaim.go_online(id);
+  parks.store(parks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  searching_ = rt.idle_state.transition_from_parked(id);
+  now = now_ms();
+  if (timers.earliest() <= now) fire_timers(now);
+}
+
+}  // namespace herd::rt

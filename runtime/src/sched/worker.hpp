@@ -1,0 +1,82 @@
+// One scheduler thread. See worker.cpp for the loop and its invariants.
+#pragma once
+#include <herd/runtime/fiber.hpp>
+
+#include "context/fiber_context.hpp"
+#include "context/stack_pool.hpp"
+#include "sched/local_queue.hpp"
+#include "sched/parker.hpp"
+#include "time/timer_service.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace herd::rt {
+
+struct runtime_impl;
+
+class worker {
+ public:
+  worker(runtime_impl& rt, unsigned id);
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  void thread_main();
+
+  // This worker's thread only.
+  void schedule_next(fiber* f);   // the "run next" slot; evicts its occupant to the ring
+  void schedule_local(fiber* f);  // the ring's tail; may wake a parked worker
+  void schedule(fiber* f, bool from_fiber);  // by priority (wake-ups)
+
+  runtime_impl& rt;
+  const unsigned id;
+  switch_side side;
+  local_queue<fiber, 256> ring;
+  // Owner and thieves exchange it: a thief takes it only on its last pass and
+  // only if this worker has not switched fibers since its first pass.
+  std::atomic<fiber*> run_next{nullptr};
+  fiber* direct = nullptr;         // owner only: a child spawned depth-first
+  fiber* spawned = nullptr;        // owner only: set by start() before it suspends
+  stack_pool stacks;
+  timer_service timers;
+  parker park_token;
+
+  // Metrics: written by the owner (relaxed), read by anyone.
+  std::atomic<uint64_t> switches{0};
+  std::atomic<uint64_t> steals{0};
+  std::atomic<uint64_t> stolen{0};
+  std::atomic<uint64_t> parks{0};
+  std::atomic<uint64_t> busy_tsc{0};
+  // TSC when the running fiber was resumed, 0 between fibers (thieves read it).
+  std::atomic<uint64_t> running_since{0};
+
+ private:
+  fiber* next_local(uint64_t now_tsc);
+  fiber* next_remote();
+  fiber* steal();
+  void run(fiber* f, uint64_t now_tsc);
+  void maintenance(uint64_t now_tsc);
+  void park();
+  bool work_pending_anywhere() const;
+  void fire_timers(uint64_t now_ms);
+  bool advance_virtual_time();
+
+  uint32_t run_next_streak_ = 0;
+  uint32_t ticks_ = 0;
+  uint32_t since_maint_ = 0;
+  uint64_t next_maint_tsc_ = 0;
+  uint64_t run_start_tsc_ = 0;
+  fiber* last_run_ = nullptr;
+  bool searching_ = false;
+  uint64_t coarse_ms_ = 0;  // now_ms() at the last maintenance
+  uint64_t rng_;
+  std::string scratch_error_;
+};
+
+// The worker whose thread calls, or nullptr. Not inlined, with a compiler
+// barrier: GCC may keep a thread_local's address in a register across a call
+// that suspends a fiber, which would then read another worker's state.
+worker* this_worker() noexcept;
+
+}  // namespace herd::rt

@@ -1,0 +1,213 @@
+%% Erlang/OTP peer of herd's actorbench: plain processes, `!` and `receive`.
+%%
+%% Run (args after -extra; scheduler count comes from +S, --workers may only
+%% lower it via schedulers_online):
+%%   erl -noshell +S 2:2 +P 2000000 -pa DIR -s actorbench main \
+%%       -extra WORKLOAD ARGS... [--hibernate] [--workers N]
+-module(actorbench).
+-export([main/0]).
+%% spawned via MFA so no closure is captured per process
+-export([skynet/3, idle/2, idle_wake/1, pong/0, ping/3, ring_node/1,
+         ring_first/0, fanin_recv/2, fanin_send/2]).
+
+main() ->
+    try run(parse(init:get_plain_arguments())) of
+        ok -> halt(0)
+    catch
+        throw:{usage, Msg} ->
+            io:format(standard_error, "actorbench: ~s~n"
+                      "usage: skynet N | spawn_idle N [--hibernate] | "
+                      "pingpong RTS | pingpong_many PAIRS RTS | "
+                      "ring N LAPS | fanin SENDERS MSGS  [--workers N]~n",
+                      [Msg]),
+            halt(2)
+    end.
+
+%% ---- argument handling ------------------------------------------------------
+
+parse(Args) -> parse(Args, [], #{hibernate => false}).
+
+parse(["--hibernate" | T], Pos, O) -> parse(T, Pos, O#{hibernate => true});
+parse(["--workers", N | T], Pos, O) -> parse(T, Pos, O#{workers => pos_int(N)});
+parse(["--workers"], _, _) -> throw({usage, "--workers needs a value"});
+parse(["-" ++ _ = F | _], _, _) -> throw({usage, "unknown flag " ++ F});
+parse([A | T], Pos, O) -> parse(T, [A | Pos], O);
+parse([], Pos, O) -> set_workers(O), {lists:reverse(Pos), O}.
+
+pos_int(S) ->
+    case string:to_integer(S) of
+        {N, ""} when N > 0 -> N;
+        _ -> throw({usage, "not a positive integer: " ++ S})
+    end.
+
+set_workers(#{workers := N}) ->
+    case N =< erlang:system_info(schedulers) of
+        true -> erlang:system_flag(schedulers_online, N);
+        false -> throw({usage, "--workers exceeds +S schedulers"})
+    end;
+set_workers(_) -> ok.
+
+run({["skynet", N], _}) -> skynet(pos_int(N));
+run({["spawn_idle", N], #{hibernate := H}}) -> spawn_idle(pos_int(N), H);
+run({["pingpong", N], _}) -> pingpong(pos_int(N));
+run({["pingpong_many", P, R], _}) -> pingpong_many(pos_int(P), pos_int(R));
+run({["ring", N, L], _}) -> ring(pos_int(N), pos_int(L));
+run({["fanin", S, M], _}) -> fanin(pos_int(S), pos_int(M));
+run({Pos, _}) -> throw({usage, "bad workload/arguments: " ++ lists:join(" ", Pos)}).
+
+result(Workload, KVs) ->
+    Fields = [io_lib:format(" ~s=~s", [K, fmt(V)]) || {K, V} <- KVs],
+    io:format("RESULT impl=erlang workload=~s~s workers=~b~n",
+              [Workload, Fields, erlang:system_info(schedulers_online)]).
+
+fmt(V) when is_integer(V) -> integer_to_list(V);
+fmt(V) when is_float(V) -> float_to_list(V, [{decimals, 1}]);
+fmt(V) when is_atom(V) -> atom_to_list(V).
+
+now_ns() -> erlang:monotonic_time(nanosecond).
+ms(T0, T1) -> (T1 - T0) / 1.0e6.
+per_s(Count, T0, T1) -> round(Count * 1.0e9 / (T1 - T0)).
+
+%% ---- skynet -----------------------------------------------------------------
+
+skynet(N) ->
+    is_pow10(N) orelse throw({usage, "skynet N must be a power of 10"}),
+    T0 = now_ns(),
+    spawn(?MODULE, skynet, [self(), 0, N]),
+    Sum = receive {sum, S} -> S end,
+    T1 = now_ns(),
+    Sum =:= N * (N - 1) div 2 orelse error({bad_sum, Sum}),
+    result(skynet, [{sum, Sum}, {wall_ms, ms(T0, T1)}]).
+
+is_pow10(1) -> true;
+is_pow10(N) -> N rem 10 =:= 0 andalso is_pow10(N div 10).
+
+skynet(Parent, Num, 1) -> Parent ! {sum, Num};
+skynet(Parent, Num, Size) ->
+    Sub = Size div 10,
+    [spawn(?MODULE, skynet, [self(), Num + I * Sub, Sub]) || I <- lists:seq(0, 9)],
+    Parent ! {sum, collect(10, 0)}.
+
+collect(0, Acc) -> Acc;
+collect(K, Acc) -> receive {sum, S} -> collect(K - 1, Acc + S) end.
+
+%% ---- spawn_idle -------------------------------------------------------------
+%% "All started" = the coordinator has received one `started` from every child,
+%% sent as its last act before blocking. "All exited" = one `exited` from every
+%% child, sent as its last act before returning.
+
+spawn_idle(N, Hibernate) ->
+    Rss0 = rss_bytes(),
+    T0 = now_ns(),
+    Pids = spawn_n(N, [self(), Hibernate], []),
+    await(started, N),
+    T1 = now_ns(),
+    Rss1 = rss_bytes(),
+    T2 = now_ns(),
+    [P ! stop || P <- Pids],
+    await(exited, N),
+    T3 = now_ns(),
+    result(spawn_idle, [{hibernate, case Hibernate of true -> yes; false -> no end},
+                        {spawn_all_started_ms, ms(T0, T1)},
+                        {bytes_per_actor, (Rss1 - Rss0) div N},
+                        {stop_all_exited_ms, ms(T2, T3)}]).
+
+spawn_n(0, _, Acc) -> Acc;
+spawn_n(K, Args, Acc) -> spawn_n(K - 1, Args, [spawn(?MODULE, idle, Args) | Acc]).
+
+await(_, 0) -> ok;
+await(Tag, K) -> receive Tag -> await(Tag, K - 1) end.
+
+idle(Coord, false) ->
+    Coord ! started,
+    idle_wake(Coord);
+idle(Coord, true) ->
+    Coord ! started,
+    erlang:hibernate(?MODULE, idle_wake, [Coord]).
+
+idle_wake(Coord) -> receive stop -> Coord ! exited end.
+
+%% RSS of the whole OS process (the VM), not just the Erlang heaps.
+rss_bytes() ->
+    {ok, B} = file:read_file("/proc/" ++ os:getpid() ++ "/status"),
+    [_, Rest] = binary:split(B, <<"VmRSS:">>),
+    [Kb | _] = string:lexemes(binary_to_list(Rest), " \t\n"),
+    list_to_integer(Kb) * 1024.
+
+%% ---- pingpong / pingpong_many -------------------------------------------------
+
+pingpong(Rts) ->
+    T0 = now_ns(),
+    start_pair(Rts),
+    await(done, 1),
+    T1 = now_ns(),
+    result(pingpong, [{ns_per_rt, (T1 - T0) / Rts}]).
+
+pingpong_many(Pairs, Rts) ->
+    T0 = now_ns(),
+    [start_pair(Rts) || _ <- lists:seq(1, Pairs)],
+    await(done, Pairs),
+    T1 = now_ns(),
+    result(pingpong_many, [{wall_ms, ms(T0, T1)},
+                           {msgs_per_s, per_s(Pairs * Rts * 2, T0, T1)}]).
+
+start_pair(Rts) ->
+    Pong = spawn(?MODULE, pong, []),
+    spawn(?MODULE, ping, [self(), Pong, Rts]).
+
+ping(Coord, Pong, 0) -> Pong ! stop, Coord ! done;
+ping(Coord, Pong, K) ->
+    Pong ! {self(), K},
+    receive K -> ping(Coord, Pong, K - 1) end.
+
+pong() ->
+    receive
+        {From, K} -> From ! K, pong();
+        stop -> ok
+    end.
+
+%% ---- ring -------------------------------------------------------------------
+%% Node i forwards to node i-1; the first node learns the last one's pid.
+
+ring(N, Laps) ->
+    T0 = now_ns(),
+    First = spawn(?MODULE, ring_first, []),
+    Last = spawn_ring(N - 1, First),
+    First ! {next, Last},
+    T1 = now_ns(),
+    Hops = N * Laps,
+    First ! {token, self(), Hops},
+    await(token_done, 1),
+    T2 = now_ns(),
+    First ! stop,
+    result(ring, [{spawn_ms, ms(T0, T1)}, {hops_per_s, per_s(Hops, T1, T2)}]).
+
+spawn_ring(0, Prev) -> Prev;
+spawn_ring(K, Prev) -> spawn_ring(K - 1, spawn(?MODULE, ring_node, [Prev])).
+
+ring_first() -> receive {next, Next} -> ring_node(Next) end.
+
+ring_node(Next) ->
+    receive
+        {token, Coord, 0} -> Coord ! token_done, ring_node(Next);
+        {token, Coord, K} -> Next ! {token, Coord, K - 1}, ring_node(Next);
+        stop -> Next ! stop  % travels once round; a dead Next drops it
+    end.
+
+%% ---- fanin ------------------------------------------------------------------
+
+fanin(Senders, Msgs) ->
+    T0 = now_ns(),
+    Recv = spawn(?MODULE, fanin_recv, [self(), Senders * Msgs]),
+    [spawn(?MODULE, fanin_send, [Recv, Msgs]) || _ <- lists:seq(1, Senders)],
+    await(fanin_done, 1),
+    T1 = now_ns(),
+    result(fanin, [{wall_ms, ms(T0, T1)},
+                   {msgs_per_s, per_s(Senders * Msgs, T0, T1)},
+                   {cross_core_pct, na}]).
+
+fanin_recv(Coord, 0) -> Coord ! fanin_done;
+fanin_recv(Coord, K) -> receive {msg, _} -> fanin_recv(Coord, K - 1) end.
+
+fanin_send(_, 0) -> ok;
+fanin_send(Recv, K) -> Recv ! {msg, K}, fanin_send(Recv, K - 1).

@@ -1,0 +1,3 @@
+module actorbench
+
+go 1.19

@@ -1,0 +1,22 @@
+// The actorbench workloads. Each runs inside the root process of a node and
+// prints its RESULT line(s).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorbench {
+
+struct config {
+  std::string workload;
+  std::vector<uint64_t> args;
+  unsigned workers = 2;
+  bool hibernate = false;
+};
+
+// Runs in the root process.
+void run_workload(const config& c);
+// Printed on every RESULT line.
+std::string common_keys(const config& c);
+
+}  // namespace actorbench
