@@ -2,52 +2,24 @@
 
 namespace herd::detail {
 
-message_link* mailbox::pop_link(bool& busy) noexcept {
-  busy = false;
-  message_link* tail = out_;
-  message_link* next = tail->next.load(std::memory_order_acquire);
-  if (tail == &stub_) {
-    if (!next) {
-      busy = in_.load(std::memory_order_seq_cst) != &stub_;
-      return nullptr;
-    }
-    out_ = next;
-    tail = next;
-    next = next->next.load(std::memory_order_acquire);
+message* mailbox::append_reversed(message* newest) noexcept {
+  message* oldest = nullptr;
+  message* last = newest;  // becomes the tail after the reversal
+  while (newest) {
+    message* n = next_of(newest);
+    newest->next.store(oldest, std::memory_order_relaxed);
+    oldest = newest;
+    newest = n;
   }
-  if (next) {
-    out_ = next;
-    return tail;
-  }
-  if (tail != in_.load(std::memory_order_seq_cst)) {
-    busy = true;  // a producer swapped in_ but has not linked yet
-    return nullptr;
-  }
-  // tail is the last node: put the stub behind it so tail can be handed out.
-  stub_.next.store(nullptr, std::memory_order_relaxed);
-  link(&stub_);
-  next = tail->next.load(std::memory_order_acquire);
-  if (next) {
-    out_ = next;
-    return tail;
-  }
-  busy = true;
-  return nullptr;
-}
-
-message* mailbox::drain_one(bool& busy) noexcept {
-  message_link* l = pop_link(busy);
-  if (!l) return nullptr;
-  auto* m = static_cast<message*>(l);
-  m->next.store(nullptr, std::memory_order_relaxed);
-  if (save_tail) save_tail->next.store(m, std::memory_order_relaxed);
-  else save_head = m;
-  save_tail = m;
-  return m;
+  if (!oldest) return nullptr;
+  if (save_tail) save_tail->next.store(oldest, std::memory_order_relaxed);
+  else save_head = oldest;
+  save_tail = last;
+  return oldest;
 }
 
 void mailbox::unlink(message* prev, message* m) noexcept {
-  auto* next = static_cast<message*>(m->next.load(std::memory_order_relaxed));
+  message* next = next_of(m);
   if (prev) prev->next.store(next, std::memory_order_relaxed);
   else save_head = next;
   if (save_tail == m) save_tail = prev;
@@ -56,25 +28,18 @@ void mailbox::unlink(message* prev, message* m) noexcept {
 }
 
 void mailbox::clear() noexcept {
+  drain();
+  uint64_t n = 0;
   for (message* m = save_head; m;) {
-    auto* next = static_cast<message*>(m->next.load(std::memory_order_relaxed));
+    message* next = next_of(m);
     destroy_message(m);
-    dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ++n;
     m = next;
   }
   save_head = save_tail = nullptr;
   mark = nullptr;
   mark_set = false;
-  bool busy = false;
-  for (;;) {
-    message_link* l = pop_link(busy);
-    if (!l) {
-      if (busy) continue;  // a producer is mid-push; it finishes in a few instructions
-      break;
-    }
-    destroy_message(static_cast<message*>(l));
-    dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  dequeued.store(dequeued.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
 }  // namespace herd::detail

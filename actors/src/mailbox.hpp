@@ -1,18 +1,23 @@
-// A process's mailbox: an intrusive multi-producer/single-consumer queue
-// (Vyukov's, with an embedded stub node) that senders push to, and a private
-// "save queue" the owner drains it into and scans. One allocation per message
-// (the message itself), none per process.
+// A process's mailbox: a lock-free LIFO that senders push onto, and a private
+// FIFO "save queue" that the owner moves everything into, oldest first, and
+// scans. One allocation per message (the message itself), none per process.
 //
 // Who may touch what:
-//   push()                    — any thread (@threadsafe)
-//   everything else           — only the owning process
-//   enqueued/dequeued         — written as stated, read by anyone (relaxed)
+//   push()        — any thread (@threadsafe)
+//   everything else — only the owning process (or, after it ended, the worker
+//                     that frees it)
+//   enqueued / dequeued — counters anyone may read (relaxed); dequeued is
+//                     written by the owner only
 //
-// Orderings: push() swaps `in_` with seq_cst (it is the publication the wake-up
-// protocol orders against; see fiber_state.hpp) and links prev->next with
-// release; the owner reads next with acquire. Between a producer's swap and its
-// link the queue is "busy": the owner sees in_ != its tail but no next yet, and
-// must not park — empty() tells the two apart.
+// Why a LIFO and not Vyukov's MPSC queue: the owner always takes everything at
+// once (one exchange per batch, then a reversal), a push is one CAS with no
+// half-linked state to wait out, and an empty mailbox is simply `in_ == null`.
+//
+// Orderings: push() is a seq_cst CAS — it is the publication the wake-up
+// protocol orders against (see runtime/src/sched/fiber_state.hpp); its
+// success also releases the message's contents. take_all() is a seq_cst
+// exchange (acquire for the contents). incoming_empty() is a seq_cst load,
+// the fiber's "look for work" before it parks.
 #pragma once
 #include <herd/actors/message.hpp>
 
@@ -23,31 +28,30 @@ namespace herd::detail {
 
 class mailbox {
  public:
-  mailbox() noexcept : in_(&stub_), out_(&stub_) {}
-
   // Any thread.
   void push(message* m) noexcept {
-    m->next.store(nullptr, std::memory_order_relaxed);
-    link(m);
+    message* old = in_.load(std::memory_order_relaxed);
+    do {
+      m->next.store(old, std::memory_order_relaxed);
+    } while (!in_.compare_exchange_weak(old, m, std::memory_order_seq_cst, std::memory_order_relaxed));
     enqueued.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Owner. Pops the oldest pushed message into the save queue's tail and
-  // returns it; nullptr when nothing is there (`busy` says a push is midway).
-  message* drain_one(bool& busy) noexcept;
-
-  // Owner: true only when no message is queued or being pushed (seq_cst read
-  // of in_, see the top).
-  bool incoming_empty() const noexcept {
-    return out_ == &stub_ && stub_.next.load(std::memory_order_acquire) == nullptr &&
-           in_.load(std::memory_order_seq_cst) == &stub_;
+  // Owner. Moves every pushed message to the save queue's tail, oldest first;
+  // returns the first one moved (nullptr if none).
+  message* drain() noexcept {
+    if (!in_.load(std::memory_order_relaxed)) return nullptr;
+    return append_reversed(in_.exchange(nullptr, std::memory_order_seq_cst));
   }
+
+  // Owner.
+  bool incoming_empty() const noexcept { return in_.load(std::memory_order_seq_cst) == nullptr; }
 
   // Owner: the save queue.
   message* save_head = nullptr;
   message* save_tail = nullptr;
-  // The receive mark: the last message that was in the save queue when the
-  // mark was made (nullptr: before the first). Valid while mark_set.
+  // The receive mark: the last message in the save queue when the mark was
+  // made (nullptr: before the first). Valid while mark_set.
   message* mark = nullptr;
   bool mark_set = false;
 
@@ -57,20 +61,16 @@ class mailbox {
   // Owner (or after the last grace period): frees every message.
   void clear() noexcept;
 
-  std::atomic<uint64_t> enqueued{0};  // relaxed: statistics and mailbox length
-  std::atomic<uint64_t> dequeued{0};  // written by the owner only
+  std::atomic<message*> in_{nullptr};  // senders' end: newest first
+  std::atomic<uint64_t> enqueued{0};
+  std::atomic<uint64_t> dequeued{0};
 
  private:
-  void link(message_link* n) noexcept {
-    message_link* prev = in_.exchange(n, std::memory_order_seq_cst);
-    // release: pairs with the owner's acquire load of next.
-    prev->next.store(n, std::memory_order_release);
-  }
-  message_link* pop_link(bool& busy) noexcept;
-
-  std::atomic<message_link*> in_;  // producers' end
-  message_link* out_;              // owner's end
-  message_link stub_;
+  message* append_reversed(message* newest) noexcept;
 };
+
+inline message* next_of(const message* m) noexcept {
+  return static_cast<message*>(m->next.load(std::memory_order_relaxed));
+}
 
 }  // namespace herd::detail

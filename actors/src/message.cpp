@@ -14,7 +14,7 @@ struct counter_block {
 };
 
 std::atomic<counter_block*> g_blocks{nullptr};
-thread_local counter_block* tl_block = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block = nullptr;
 
 // Not inlined, with a barrier: a thread_local's address must be recomputed
 // after any suspension (a fiber may have moved to another worker).

@@ -74,7 +74,7 @@ void node_state::note_exit(process* p) noexcept {
   uint32_t w = rt::worker_index();
   auto& c = per_thread[w < workers ? w : workers].exited;
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (p->is_root || live() == 0) {
+  if (p->is_root || (draining.load(std::memory_order_relaxed) && live() == 0)) {
     std::lock_guard<std::mutex> g(m);
     if (p->is_root) {
       root_done = true;
@@ -141,6 +141,7 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
     st.cv.wait(g, [&] { return st.root_done; });
   }
 
+  st.draining.store(true, std::memory_order_relaxed);
   {
     rt::foreign_read_guard g;
     st.table.for_each([](detail::process* p) { herd::exit(p->id, exit_reason::shutdown()); });

@@ -35,6 +35,7 @@ struct node_state {
   std::mutex m;  // root_* below, and waking the node's thread
   std::condition_variable cv;
   bool root_done = false;
+  std::atomic<bool> draining{false};  // the node waits for the last exit
   exit_reason root_reason;
 };
 

@@ -233,7 +233,7 @@ pid launch(process* p, const spawn_options& o) {
     n->table.release(id, rt::worker_index());
     return fail(err.empty() ? "herd: cannot spawn: no stack" : err);
   }
-  p->spawned_ms = rt::now_ms();
+  p->spawned_ms = rt::coarse_now_ms();
   n->table.publish(id, p);
   if (!o.name.empty() && !register_process(o.name, p)) {
     n->table.unpublish(id);
@@ -299,7 +299,7 @@ void sleep(std::chrono::milliseconds d) {
   for (;;) {
     if (detail::exit_pending_at_blocking_point(p)) return;
     if (rt::now_ms() >= deadline) return;
-    rt::park_until(deadline);
+    rt::park_until(p, deadline);
   }
 }
 

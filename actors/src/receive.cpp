@@ -1,8 +1,8 @@
 // The scan loop of selective receive (receive.hpp has the matching side).
 // Messages are looked at in arrival order: first the save queue (messages a
-// previous receive skipped), then whatever senders pushed since, each moved
-// into the save queue's tail as it is looked at — so every message is moved
-// once, and a receive that waits again looks only at new arrivals.
+// previous receive skipped), then whatever senders pushed since, moved into
+// the save queue's tail in one batch — so every message is moved once, and a
+// receive that waits again looks only at new arrivals.
 #include <herd/actors/receive.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/sched.hpp>
@@ -13,10 +13,6 @@
 
 namespace herd::detail {
 namespace {
-
-inline message* next_of(message* m) noexcept {
-  return static_cast<message*>(m->next.load(std::memory_order_relaxed));
-}
 
 process* require_self(const char* what) {
   process* p = self_process();
@@ -34,12 +30,7 @@ uint64_t receive_deadline(std::chrono::milliseconds timeout) noexcept {
 receive_mark make_mark() {
   process* p = require_self("mark_mailbox");
   mailbox& mb = p->mbox;
-  bool busy = false;
-  for (;;) {
-    while (mb.drain_one(busy)) {
-    }
-    if (!busy) break;
-  }
+  mb.drain();
   mb.mark = mb.save_tail;
   mb.mark_set = true;
   return {};
@@ -47,7 +38,7 @@ receive_mark make_mark() {
 
 message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
   process* p = require_self("receive");
-  rt::consume_reduction();
+  rt::consume_reduction(p);
   bool no_block = exit_pending_at_blocking_point(p);
   mailbox& mb = p->mbox;
 
@@ -63,33 +54,19 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
       return cur;
     }
   }
-  prev = mb.save_tail;
-
   bool expired = false;
-  unsigned spins = 0;
   for (;;) {
-    bool busy = false;
-    while (message* m = mb.drain_one(busy)) {
+    // prev is the save queue's tail: what drain() appends follows it.
+    prev = mb.save_tail;
+    for (message* m = mb.drain(); m; prev = m, m = next_of(m)) {
       if (mt.test(mt.ctx, m)) {
         mb.unlink(prev, m);
         return m;
       }
-      prev = m;
-    }
-    if (busy) {
-      // A sender is between its two stores; it finishes in a few instructions
-      // unless the OS preempted it, so spin briefly, then let others run.
-      if (++spins < 64) {
-        __builtin_ia32_pause();
-      } else {
-        spins = 0;
-        rt::yield();
-      }
-      continue;
     }
     if (expired || no_block) return nullptr;
     if (deadline != rt::no_deadline && rt::now_ms() >= deadline) return nullptr;
-    expired = rt::park_until(deadline);
+    expired = rt::park_until(p, deadline);
     no_block = exit_pending_at_blocking_point(p);
   }
 }

@@ -11,10 +11,19 @@ namespace herd::detail {
 std::optional<pid> lookup_name(std::string_view name);
 
 bool deliver(pid to, message* m) noexcept {
+  node_state* n = current_node();
+  rt::fiber* me = rt::current();
   bool delivered = false;
-  if (node_state* n = current_node()) {
-    // Foreign threads must be counted as readers while they hold the pointer.
-    rt::foreign_read_guard g;
+  if (me) {
+    // On a worker: the pointer stays valid until this worker's next quiescent
+    // point (see sched/qsbr.hpp); nothing here suspends before we are done.
+    if (process* p = n->table.lookup(to)) {
+      p->mbox.push(m);
+      rt::wake_from(me, p);
+      delivered = true;
+    }
+  } else if (n) {
+    rt::foreign_read_guard g;  // foreign threads count as readers meanwhile
     if (process* p = n->table.lookup(to)) {
       p->mbox.push(m);
       rt::wake(p);
@@ -22,7 +31,7 @@ bool deliver(pid to, message* m) noexcept {
     }
   }
   if (!delivered) destroy_message(m);
-  rt::consume_reduction();
+  if (me) rt::consume_reduction(me);
   return delivered;
 }
 

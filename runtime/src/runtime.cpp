@@ -69,7 +69,6 @@ runtime_impl* current_runtime() noexcept { return g_runtime.load(std::memory_ord
 runtime_impl::runtime_impl(const runtime_options& o)
     : opts(normalized(o)),
       n_workers(opts.workers),
-      long_tsc(clock_impl::tsc_per_ms() * opts.long_schedule_ms),
       stacks(stack_opts(opts)),
       foreign_stacks(stacks),
       idle_state(n_workers),
@@ -119,11 +118,13 @@ void runtime::start() {
   for (unsigned i = 0; i < r.n_workers; ++i) r.workers.push_back(std::make_unique<worker>(r, i));
   for (unsigned i = 0; i < r.n_workers; ++i)
     r.threads.emplace_back([w = r.workers[i].get()] { w->thread_main(); });
+  r.mon.start();
 }
 
 void runtime::stop() {
   impl& r = *impl_;
   if (r.threads.empty()) return;
+  r.mon.stop();
   r.stopping.store(true, std::memory_order_release);
   for (auto& w : r.workers) w->park_token.unpark(r.io);
   for (auto& t : r.threads) t.join();
@@ -149,7 +150,9 @@ runtime_metrics runtime::metrics() const {
     x.steals = w->steals.load(std::memory_order_relaxed);
     x.stolen = w->stolen.load(std::memory_order_relaxed);
     x.parks = w->parks.load(std::memory_order_relaxed);
-    x.busy_ns = w->busy_tsc.load(std::memory_order_relaxed) * 1000000 / per_ms;
+    uint64_t parked_ns = w->parked_tsc.load(std::memory_order_relaxed) * 1000000 / per_ms;
+    uint64_t up_ns = (now_ms() - r.started_ms) * 1000000;
+    x.busy_ns = up_ns > parked_ns ? up_ns - parked_ns : 0;
     x.run_queue = w->ring.size_approx() + (w->run_next.load(std::memory_order_relaxed) ? 1 : 0);
     x.timers = w->timers.size();
     m.workers.push_back(x);

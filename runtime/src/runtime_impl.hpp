@@ -8,6 +8,7 @@
 #include "sched/blocking_pool.hpp"
 #include "sched/idle.hpp"
 #include "sched/inject_queue.hpp"
+#include "sched/monitor.hpp"
 #include "sched/qsbr.hpp"
 #include "sched/worker.hpp"
 
@@ -25,10 +26,10 @@ struct runtime_impl {
 
   void notify_parked() noexcept;  // any thread: wake one parked worker if useful
   void record_long_schedule(const fiber* f, uint64_t ms);
+  void note_parking(int delta) noexcept { mon.note_parking(delta); }
 
   runtime_options opts;
   unsigned n_workers;
-  uint64_t long_tsc;  // a slice longer than this is recorded
   std::vector<std::string> warnings;
   stack_allocator stacks;
   std::mutex foreign_stacks_m;
@@ -39,6 +40,7 @@ struct runtime_impl {
   qsbr reclaim;
   blocking_pool blocking;
   std::vector<std::unique_ptr<worker>> workers;
+  monitor mon{*this};
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
   std::mutex long_m;

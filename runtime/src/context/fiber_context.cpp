@@ -9,7 +9,8 @@
 //    lose them (and lend them to whatever ran next). suspend() saves and clears
 //    them, resume restores them on the new thread. abi::__cxa_get_globals() is
 //    declared __attribute__((const)), so GCC may reuse its result across a jump:
-//    it is only reached through eh_globals_now(), which is opaque.
+//    it is called once per worker thread, from init_on_thread(), and the
+//    fiber reaches the structure through its current switch_side.
 //  * ASan: every jump is bracketed by __sanitizer_start/finish_switch_fiber; a
 //    dying fiber passes nullptr for its fake stack so ASan frees it.
 //    TSan: one TSan fiber per pooled stack, created on first use.
@@ -37,10 +38,7 @@ struct eh_globals {  // layout of libstdc++'s __cxa_eh_globals
   unsigned int uncaught;
 };
 
-[[gnu::noinline]] eh_globals* eh_globals_now() noexcept {
-  asm volatile("" ::: "memory");
-  return reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
-}
+inline eh_globals* eh_of(switch_side* side) noexcept { return static_cast<eh_globals*>(side->eh_globals); }
 
 inline void asan_start(void** fake, const void* bottom, std::size_t size) noexcept {
 #if defined(__SANITIZE_ADDRESS__)
@@ -82,7 +80,7 @@ inline void arrived(fiber* f, bctx::transfer_t t) noexcept {
   side->sched_ctx = t.fctx;
   f->side = side;
   asan_finish(fake_slot(f) ? *fake_slot(f) : nullptr, &side->stack_bottom, &side->stack_size);
-  eh_globals* g = eh_globals_now();
+  eh_globals* g = eh_of(side);
   g->caught = f->eh_caught;
   g->uncaught = f->eh_uncaught;
 }
@@ -96,7 +94,7 @@ inline void note_stack_depth(fiber* f) noexcept {
 
 [[noreturn]] void leave_for_good(fiber* f, suspend_reason why) noexcept {
   auto* side = side_of(f);
-  eh_globals* g = eh_globals_now();
+  eh_globals* g = eh_of(side);
   g->caught = nullptr;
   g->uncaught = 0;
   asan_start(nullptr, side->stack_bottom, side->stack_size);  // nullptr: this stack dies
@@ -118,6 +116,7 @@ void fiber_entry(bctx::transfer_t t) noexcept {
 }  // namespace
 
 void switch_side::init_on_thread() noexcept {
+  eh_globals = abi::__cxa_get_globals();
 #if defined(__SANITIZE_THREAD__)
   tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -147,7 +146,7 @@ suspend_reason resume(switch_side& side, fiber* f) noexcept {
 void suspend(fiber* f, suspend_reason why) noexcept {
   note_stack_depth(f);
   auto* side = side_of(f);
-  eh_globals* g = eh_globals_now();
+  eh_globals* g = eh_of(side);
   f->eh_caught = g->caught;
   f->eh_uncaught = g->uncaught;
   g->caught = nullptr;

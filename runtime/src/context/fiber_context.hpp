@@ -10,7 +10,7 @@
 
 namespace herd::rt {
 
-enum class suspend_reason : uintptr_t { park = 1, yield, spawn, hibernate, dead };
+enum class suspend_reason : uintptr_t { park = 1, yield, spawn, hibernate, dead, migrate };
 
 // The worker's half of every switch. One per worker thread; only that thread
 // touches it, except `current`, which the fiber reads through it after a resume.
@@ -22,6 +22,7 @@ struct switch_side {
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;
   void* tsan_fiber = nullptr;  // TSan: the thread's own fiber
+  void* eh_globals = nullptr;  // this thread's libstdc++ exception state (fixed per thread)
 
   // On the worker thread, before its first resume.
   void init_on_thread() noexcept;

@@ -92,6 +92,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 
@@ -205,6 +206,7 @@ class local_queue {
   // queue empty, another steal in flight on it, or dst has less than
   // Capacity/2 free slots.
   T* steal_into(local_queue& dst) noexcept {
+    assert(&dst != this);
     // relaxed: we own dst, so we are the only writer of dst.tail_.
     const uint32_t dst_tail = dst.tail_.load(std::memory_order_relaxed);
     // acquire: (F) for dst -- pairs with other thieves' step-4 CAS on dst, so
@@ -261,8 +263,12 @@ class local_queue {
       // acquire: (P) -- pairs with push_back's release store; the slots below
       // this tail were written before it, and (with (C)) tail - real <= Capacity.
       const uint32_t tail = tail_.load(std::memory_order_acquire);
+      // avail can exceed Capacity if head_ moved after our load (the owner
+      // popped, then pushed more); the CAS below then fails. If it succeeds,
+      // head_ was unchanged from load to CAS (an ABA would need 2^32 ops in
+      // between), so tail - real <= Capacity held when we loaded tail_.
       const uint32_t avail = tail - real;
-      n = avail - avail / 2;  // ceil(avail / 2) <= Capacity / 2
+      n = avail - avail / 2;  // ceil(avail / 2)
       if (n == 0) return 0;
       claimed = pack(steal, real + n);
       // failure acquire: (C) -- the value returned feeds the next iteration
@@ -272,6 +278,7 @@ class local_queue {
       // because GCC's builtin wants failure order <= success order. No
       // release: a claim publishes nothing (see (C)).
       if (head_.compare_exchange_weak(prev, claimed, std::memory_order_acquire, std::memory_order_acquire)) {
+        assert(n <= Capacity / 2 && "tail behind real? see (C)");
         first = real;
         break;
       }
@@ -301,8 +308,8 @@ class local_queue {
   // head_ is CASed by owner and thieves: its own line.
   alignas(64) std::atomic<uint64_t> head_;
   alignas(64) std::atomic<uint32_t> tail_;
-  alignas(64) T* buffer_[Capacity];
-  T* scratch_[overflow_batch + 1];  // owner only: staging for push_overflow's sink
+  alignas(64) T* buffer_[Capacity];  // left uninitialized: a slot is never read before written
+  T* scratch_[overflow_batch + 1];   // owner only: staging for push_overflow's sink
 };
 
 }  // namespace herd::rt

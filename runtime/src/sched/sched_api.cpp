@@ -4,6 +4,7 @@
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/io.hpp>
 #include <herd/runtime/sched.hpp>
+#include <herd/runtime/testing.hpp>
 #include <herd/runtime/timer.hpp>
 
 #include "context/fiber_context.hpp"
@@ -32,22 +33,34 @@ unsigned worker_count() noexcept {
   return rt ? rt->n_workers : 0;
 }
 
+namespace {
+inline worker* worker_of(fiber* self) noexcept {
+  return static_cast<worker*>(side_of(self)->owner);
+}
+}  // namespace
+
 void park() {
   fiber* f = current();
   assert(f && "herd::rt::park outside a fiber");
   suspend(f, suspend_reason::park);
 }
 
+void park(fiber* self) { suspend(self, suspend_reason::park); }
+
 bool park_until(uint64_t deadline_ms) {
-  if (deadline_ms == no_deadline) {
-    park();
-    return false;
-  }
   fiber* f = current();
   assert(f && "herd::rt::park_until outside a fiber");
-  this_worker()->timers.arm_fiber(f, deadline_ms);
-  suspend(f, suspend_reason::park);
-  return timer_service::disarm_fiber(f);
+  return park_until(f, deadline_ms);
+}
+
+bool park_until(fiber* self, uint64_t deadline_ms) {
+  if (deadline_ms == no_deadline) {
+    suspend(self, suspend_reason::park);
+    return false;
+  }
+  worker_of(self)->timers.arm_fiber(self, deadline_ms);
+  suspend(self, suspend_reason::park);
+  return timer_service::disarm_fiber(self);
 }
 
 void yield() {
@@ -56,20 +69,17 @@ void yield() {
 }
 
 void consume_reduction() {
-  fiber* f = current();
-  if (!f) return;
+  if (fiber* f = current()) consume_reduction(f);
+}
+
+void consume_reduction(fiber* f) {
   // relaxed: the total is a statistic; only the running fiber writes it.
   f->reductions.store(f->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (f->reductions_left == 0 || --f->reductions_left == 0) suspend(f, suspend_reason::yield);
 }
 
-void wake(fiber* f) noexcept {
-  if (state::transition_to_notified(f) != state::wake_result::enqueue) return;
-  worker* w = this_worker();
-  if (w) {
-    w->schedule(f, w->side.current != nullptr);
-    return;
-  }
+namespace {
+void enqueue_foreign(fiber* f) noexcept {
   runtime_impl* rt = current_runtime();
   switch (f->prio) {
     case priority::high: rt->high.push(f); break;
@@ -77,6 +87,30 @@ void wake(fiber* f) noexcept {
     default: rt->inject.push(f);
   }
   rt->notify_parked();
+}
+}  // namespace
+
+void wake(fiber* f) noexcept {
+  if (state::transition_to_notified(f) != state::wake_result::enqueue) return;
+  if (worker* w = this_worker()) {
+    w->schedule(f, w->side.current != nullptr);
+    return;
+  }
+  enqueue_foreign(f);
+}
+
+void wake_from(fiber* self, fiber* target) noexcept {
+  if (!self) {
+    wake(target);
+    return;
+  }
+  if (state::transition_to_notified(target) != state::wake_result::enqueue) return;
+  worker_of(self)->schedule(target, true);
+}
+
+uint64_t coarse_now_ms() noexcept {
+  if (worker* w = this_worker()) return w->coarse_ms_;
+  return now_ms();
 }
 
 void start(fiber* child) {
@@ -91,13 +125,11 @@ void start(fiber* child) {
     w->schedule(child, false);
     return;
   }
-  runtime_impl* rt = current_runtime();
-  switch (child->prio) {
-    case priority::high: rt->high.push(child); break;
-    case priority::low: rt->low.push(child); break;
-    default: rt->inject.push(child);
-  }
-  rt->notify_parked();
+  enqueue_foreign(child);
+}
+
+void testing::migrate() {
+  if (fiber* f = current()) suspend(f, suspend_reason::migrate);
 }
 
 bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {

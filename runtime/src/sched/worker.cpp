@@ -14,12 +14,15 @@
 //   6. a batch from the injection queue, the low queue;
 //   7. stealing half of another worker's ring (at most half the workers search
 //      at once), then — last pass — a victim's "run next", but only if the
-//      victim has been inside one fiber for over 50 µs;
+//      monitor saw the victim inside one fiber for over 10 ms;
 //   8. polling I/O without blocking; then parking.
 //
 // Maintenance (timers due, a non-blocking I/O poll, a quiescent-state report
-// for reclamation) runs every 61 picks or every 1 ms of TSC time, whichever is
-// first — an idle-only poll is how BEAM's acceptors starve under load.
+// for reclamation) runs every 61 picks or every 1 ms, whichever is first — an
+// idle-only poll is how BEAM's acceptors starve under load. The TSC is read
+// only every 8 picks (an rdtsc costs ~10-30 ns in this VM, as much as a
+// switch); a fiber that runs long without yielding is the monitor's business
+// (monitor.cpp), not the loop's.
 //
 // Parking: the worker fires due timers, trims its stack pool, reports itself
 // parked to `idle` (if it was the last searcher it re-checks every queue, see
@@ -47,7 +50,7 @@
 namespace herd::rt {
 namespace {
 
-thread_local worker* tl_worker = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local worker* tl_worker = nullptr;
 
 void wake_from_timer(void* ctx, fiber* f) {
   if (state::transition_to_notified(f) == state::wake_result::enqueue)
@@ -72,20 +75,12 @@ void worker::thread_main() {
   tl_worker = this;
   side.init_on_thread();
   install_thread_altstack();
-  const uint64_t per_ms = clock_impl::tsc_per_ms();
-  next_maint_tsc_ = clock_impl::tsc() + per_ms;
+  next_maint_tsc_ = clock_impl::tsc() + clock_impl::tsc_per_ms();
   for (;;) {
-    uint64_t t = clock_impl::tsc();
-    if (last_run_) {
-      uint64_t d = t - run_start_tsc_;
-      busy_tsc.store(busy_tsc.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
-      if (d > rt.long_tsc) rt.record_long_schedule(last_run_, d / per_ms);
-      last_run_ = nullptr;
-    }
-    fiber* f = next_local(t);
+    fiber* f = next_local();
     if (!f) f = next_remote();
     if (f) {
-      run(f, t);
+      run(f);
       continue;
     }
     if (rt.stopping.load(std::memory_order_acquire)) break;
@@ -95,16 +90,22 @@ void worker::thread_main() {
   tl_worker = nullptr;
 }
 
-fiber* worker::next_local(uint64_t t) {
-  if (++since_maint_ >= 61 || t >= next_maint_tsc_) maintenance(t);
+fiber* worker::next_local() {
+  if (--clock_countdown_ == 0) {
+    clock_countdown_ = 8;
+    uint64_t t = clock_impl::tsc();
+    if (t >= next_maint_tsc_) maintenance(t);
+  }
+  if (--maint_countdown_ == 0) maintenance(clock_impl::tsc());
   if (fiber* f = direct) {
     direct = nullptr;
     return f;
   }
   if (!rt.high.empty())
     if (fiber* f = rt.high.pop()) return f;
-  if (++ticks_ % 61 == 0) {
-    if (fiber* f = rt.inject.pop()) return f;
+  if (--global_countdown_ == 0) {
+    global_countdown_ = 61;
+    if (fiber* f = from_inject(rt.inject.pop())) return f;
     if (fiber* f = rt.low.pop()) return f;
   }
   // acq_rel on run_next: the exchange that takes a fiber acquires what the
@@ -132,8 +133,9 @@ fiber* worker::next_remote() {
     fiber* batch[64];
     uint32_t room = 256 - ring.size_approx();
     std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, 64));
-    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
-    if (n) found = batch[0];
+    for (std::size_t i = 1; i < n; ++i)
+      if (fiber* f = from_inject(batch[i])) schedule_local(f);
+    if (n) found = from_inject(batch[0]);
   }
   if (!found) found = rt.low.pop();
   if (!found && rt.n_workers > 1) {
@@ -169,15 +171,12 @@ fiber* worker::steal() {
       return f;
     }
   }
-  if (fiber* f = rt.inject.pop()) return f;
+  if (fiber* f = from_inject(rt.inject.pop())) return f;
   // Last pass: a worker stuck in one long fiber must not starve its run next.
-  const uint64_t stuck = clock_impl::tsc_per_ms() / 20;  // 50 µs
-  const uint64_t now = clock_impl::tsc();
   for (unsigned i = 0; i < n; ++i) {
     worker* v = rt.workers[(start + i) % n].get();
-    if (v == this || !v->run_next.load(std::memory_order_relaxed)) continue;
-    uint64_t since = v->running_since.load(std::memory_order_relaxed);
-    if (since == 0 || now - since < stuck) continue;
+    if (v == this || !v->stuck.load(std::memory_order_relaxed)) continue;
+    if (!v->run_next.load(std::memory_order_relaxed)) continue;
     if (fiber* f = v->run_next.exchange(nullptr, std::memory_order_acq_rel)) {
       steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return f;
@@ -186,7 +185,7 @@ fiber* worker::steal() {
   return nullptr;
 }
 
-void worker::run(fiber* f, uint64_t t) {
+void worker::run(fiber* f) {
   if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
     if (!f->stack) {
@@ -198,11 +197,9 @@ void worker::run(fiber* f, uint64_t t) {
   }
   f->reductions_left = rt.opts.reduction_budget;
   f->last_run_ms.store(coarse_ms_, std::memory_order_relaxed);
-  run_start_tsc_ = t;
-  last_run_ = f;
-  running_since.store(t, std::memory_order_relaxed);
+  running.store(f, std::memory_order_relaxed);
   suspend_reason why = resume(side, f);
-  running_since.store(0, std::memory_order_relaxed);
+  running.store(nullptr, std::memory_order_relaxed);
   switches.store(switches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   switch (why) {
     case suspend_reason::park:
@@ -210,6 +207,11 @@ void worker::run(fiber* f, uint64_t t) {
       break;
     case suspend_reason::yield:
       schedule_local(f);
+      break;
+    case suspend_reason::migrate:
+      f->avoid_worker = id;
+      rt.inject.push(f);
+      rt.notify_parked();
       break;
     case suspend_reason::spawn:
       direct = spawned;
@@ -228,6 +230,17 @@ void worker::run(fiber* f, uint64_t t) {
       f->ops->finished(f);
       break;
   }
+}
+
+fiber* worker::from_inject(fiber* f) {
+  if (!f || f->avoid_worker == UINT32_MAX) return f;
+  if (f->avoid_worker != id || rt.n_workers == 1) {
+    f->avoid_worker = UINT32_MAX;
+    return f;
+  }
+  rt.inject.push(f);  // testing::migrate: leave it to another worker
+  rt.notify_parked();
+  return nullptr;
 }
 
 void worker::schedule_next(fiber* f) {
@@ -260,7 +273,7 @@ void worker::schedule(fiber* f, bool from_fiber) {
 }
 
 void worker::maintenance(uint64_t t) {
-  since_maint_ = 0;
+  maint_countdown_ = 61;
   next_maint_tsc_ = t + clock_impl::tsc_per_ms();
   rt.reclaim.quiescent(id);
   if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
@@ -318,7 +331,12 @@ void worker::park() {
   if (rt.reclaim.has_work(id) && (timeout < 0 || timeout > 50)) timeout = 50;
   if (!rt.stopping.load(std::memory_order_acquire)) {
     poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
+    uint64_t t0 = clock_impl::tsc();
+    rt.note_parking(+1);
     park_token.park(timeout, io);
+    rt.note_parking(-1);
+    parked_tsc.store(parked_tsc.load(std::memory_order_relaxed) + (clock_impl::tsc() - t0),
+                     std::memory_order_relaxed);
     if (io) rt.io.release();
   }
   rt.reclaim.go_online(id);

@@ -47,15 +47,19 @@ class worker {
   std::atomic<uint64_t> steals{0};
   std::atomic<uint64_t> stolen{0};
   std::atomic<uint64_t> parks{0};
-  std::atomic<uint64_t> busy_tsc{0};
-  // TSC when the running fiber was resumed, 0 between fibers (thieves read it).
-  std::atomic<uint64_t> running_since{0};
+  std::atomic<uint64_t> parked_tsc{0};  // time spent parked
+  // The fiber being run (relaxed; the monitor reads it), and whether the
+  // monitor found this worker inside one fiber for over 10 ms (thieves may
+  // then take its run next).
+  std::atomic<const fiber*> running{nullptr};
+  std::atomic<bool> stuck{false};
 
  private:
-  fiber* next_local(uint64_t now_tsc);
+  fiber* next_local();
   fiber* next_remote();
   fiber* steal();
-  void run(fiber* f, uint64_t now_tsc);
+  fiber* from_inject(fiber* f);
+  void run(fiber* f);
   void maintenance(uint64_t now_tsc);
   void park();
   bool work_pending_anywhere() const;
@@ -63,13 +67,16 @@ class worker {
   bool advance_virtual_time();
 
   uint32_t run_next_streak_ = 0;
-  uint32_t ticks_ = 0;
-  uint32_t since_maint_ = 0;
+  uint32_t global_countdown_ = 61;  // picks until the injection queue gets a turn
+  uint32_t maint_countdown_ = 61;   // picks until maintenance
+  uint32_t clock_countdown_ = 8;    // picks until the TSC is read
   uint64_t next_maint_tsc_ = 0;
-  uint64_t run_start_tsc_ = 0;
-  fiber* last_run_ = nullptr;
   bool searching_ = false;
-  uint64_t coarse_ms_ = 0;  // now_ms() at the last maintenance
+
+ public:
+  uint64_t coarse_ms_ = 0;  // now_ms() at the last maintenance (owner thread)
+
+ private:
   uint64_t rng_;
   std::string scratch_error_;
 };

@@ -59,6 +59,7 @@ struct fiber {
   uint8_t rt_flags = 0;        // runtime-private
   uint16_t stack_class = 0;    // stack size class requested at spawn
   uint32_t reductions_left = 0;
+  uint32_t avoid_worker = UINT32_MAX;  // testing::migrate: not on this worker
   void* ctx = nullptr;         // saved context; nullptr when not started or hibernated
   stack_slot* stack = nullptr; // nullptr when hibernated
   void* side = nullptr;        // the worker-side switch state of the thread running it

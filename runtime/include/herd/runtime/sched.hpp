@@ -30,6 +30,18 @@ void yield();
 // Counts one reduction; past the budget, yields. From a fiber (no-op elsewhere).
 void consume_reduction();
 
+// The same, for callers that already hold their own fiber (`self` must be the
+// fiber running on the calling thread): no thread-local lookup.
+void park(fiber* self);
+bool park_until(fiber* self, uint64_t deadline_ms);
+void consume_reduction(fiber* self);
+// wake(target) from the fiber `self` (or, with self == nullptr, from anywhere).
+void wake_from(fiber* self, fiber* target) noexcept;
+
+// Any thread: now_ms() as of the calling worker's last maintenance (within
+// ~1 ms; exact off-worker). Costs no clock read on a worker.
+uint64_t coarse_now_ms() noexcept;
+
 // Any thread. Makes a waiting fiber runnable (no-op if it is already runnable
 // or dead). When called from a fiber, the woken fiber runs next on this worker
 // ("run next" slot) — ping-pong stays on one core.

@@ -1,0 +1,68 @@
+#include "sched/monitor.hpp"
+
+#include "runtime_impl.hpp"
+
+#include <chrono>
+
+namespace herd::rt {
+
+void monitor::start() { th_ = std::thread([this] { loop(); }); }
+
+void monitor::stop() {
+  if (!th_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  th_.join();
+}
+
+void monitor::note_parking(int delta) noexcept {
+  // seq_cst RMW; the transition out of "all parked" takes the mutex so the
+  // monitor cannot miss it between its check and its wait.
+  int before = parked_.fetch_add(delta, std::memory_order_seq_cst);
+  if (delta < 0 && before == static_cast<int>(rt_.n_workers)) {
+    std::lock_guard<std::mutex> g(m_);
+    cv_.notify_one();
+  }
+}
+
+void monitor::loop() {
+  const unsigned n = rt_.n_workers;
+  std::vector<uint64_t> last_switches(n, 0);
+  std::vector<const fiber*> last_fiber(n, nullptr);
+  std::vector<uint32_t> stuck_ms(n, 0);
+  std::vector<bool> reported(n, false);
+  constexpr uint32_t period_ms = 10;
+  std::unique_lock<std::mutex> g(m_);
+  while (!stop_) {
+    if (parked_.load(std::memory_order_seq_cst) >= static_cast<int>(n)) {
+      cv_.wait(g, [&] { return stop_ || parked_.load(std::memory_order_seq_cst) < static_cast<int>(n); });
+      continue;
+    }
+    cv_.wait_for(g, std::chrono::milliseconds(period_ms));
+    if (stop_) break;
+    for (unsigned i = 0; i < n; ++i) {
+      worker& w = *rt_.workers[i];
+      uint64_t sw = w.switches.load(std::memory_order_relaxed);
+      const fiber* f = w.running.load(std::memory_order_relaxed);
+      if (f && f == last_fiber[i] && sw == last_switches[i]) {
+        stuck_ms[i] += period_ms;
+        w.stuck.store(true, std::memory_order_relaxed);
+        if (!reported[i] && stuck_ms[i] >= rt_.opts.long_schedule_ms) {
+          reported[i] = true;
+          rt_.record_long_schedule(f, stuck_ms[i]);
+        }
+      } else {
+        if (stuck_ms[i]) w.stuck.store(false, std::memory_order_relaxed);
+        stuck_ms[i] = 0;
+        reported[i] = false;
+      }
+      last_switches[i] = sw;
+      last_fiber[i] = f;
+    }
+  }
+}
+
+}  // namespace herd::rt

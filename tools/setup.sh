@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what herd needs from Debian's packages. Idempotent: apt-get runs
+# only when something is missing. Usage: tools/setup.sh [--peers]
+#   --peers  also the benchmark peers (Erlang/OTP, Go, CAF) and python3
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-dev
+      libmimalloc-dev catch2 procps)
+if [[ "${1:-}" == "--peers" ]]; then
+  pkgs+=(erlang-nox golang-go libcaf-dev python3)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds herd and runs every test: the release suite, then the ASan+UBSan
+# suite, then the runtime and actor tests under TSan at small scale.
+# Prints each stage's time. Usage: tools/test.sh [--quick]   (--quick: release only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+stage_start=0
+stage() { stage_start=$(date +%s); echo; echo "=== $1"; }
+stage_done() { echo "=== $1: $(( $(date +%s) - stage_start )) s"; }
+
+stage "setup"
+tools/setup.sh
+stage_done "setup"
+
+build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+stage "release build"
+build build -DCMAKE_BUILD_TYPE=Release
+stage_done "release build"
+
+stage "release tests"
+ctest --test-dir build -j "$jobs" --output-on-failure
+stage_done "release tests"
+
+[[ "${1:-}" == "--quick" ]] && exit 0
+
+stage "asan+ubsan build"
+build build-asan -DCMAKE_BUILD_TYPE=Release -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF
+stage_done "asan+ubsan build"
+
+stage "asan+ubsan tests (small scale)"
+HERD_TEST_SCALE=small ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure
+stage_done "asan+ubsan tests (small scale)"
+
+stage "tsan build"
+build build-tsan -DCMAKE_BUILD_TYPE=Release -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF
+stage_done "tsan build"
+
+stage "tsan tests (runtime, actors; small scale)"
+HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ctest --test-dir build-tsan -j "$jobs" --output-on-failure -R "^(runtime_tests|actor_tests)"
+stage_done "tsan tests (runtime, actors; small scale)"
