@@ -22,6 +22,7 @@
 #include <cxxabi.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(__SANITIZE_THREAD__)
@@ -126,6 +127,10 @@ suspend_reason resume(switch_side& side, fiber* f) noexcept {
   side.current = f;
   stack_slot* s = f->stack;
   if (!f->ctx) {
+#if defined(__SANITIZE_ADDRESS__)
+    // A recycled stack keeps the poisoned redzones of its last fiber's frames.
+    __asan_unpoison_memory_region(s->lo, s->size());
+#endif
     f->ctx = bctx::make_fcontext(s->hi, s->size(), &fiber_entry);
 #if defined(__SANITIZE_THREAD__)
     if (!s->tsan_fiber) s->tsan_fiber = __tsan_create_fiber(0);

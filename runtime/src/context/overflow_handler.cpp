@@ -104,6 +104,10 @@ size_t format_overflow_report(char* buf, size_t cap, const char* who, size_t who
                               const void* fault, const void* guard_lo, const void* guard_hi) noexcept {
   writer w{buf, cap};
   w.put("herd: stack overflow in ");
+  if (who_len >= 4 && std::memcmp(who, "pid ", 4) == 0) {
+    who += 4;
+    who_len -= 4;
+  }
   if (who_len) {
     w.put("actor ");
     w.put(who, who_len);
@@ -133,6 +137,11 @@ void install_overflow_handler(stack_allocator* allocator) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &g_previous_segv);
   sigaction(SIGBUS, &sa, &g_previous_bus);
+}
+
+void forget_overflow_allocator(const stack_allocator* allocator) noexcept {
+  stack_allocator* expected = const_cast<stack_allocator*>(allocator);
+  g_allocator.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
 }
 
 void set_overflow_describer(overflow_describer describer) noexcept {

@@ -13,18 +13,22 @@ namespace herd::rt {
 
 class stack_allocator;
 
-// Writes who overflowed -- what follows "in actor ", e.g. "<1.0> name=foo module=bar v2" -- for
-// the fiber running on the calling thread; returns the length written (at most cap, no NUL).
-// Must be async-signal-safe: no locks, no allocation, no stdio.
+// Writes who is running on the calling thread, e.g. "pid <1.0> name=foo module=bar v2"; returns
+// the length written (at most cap; a NUL is not needed). The report reads "in actor <1.0> ...":
+// a leading "pid " is dropped. Must be async-signal-safe: no locks, no allocation, no stdio.
 using overflow_describer = size_t (*)(char* buf, size_t cap) noexcept;
 
 // Installs the SIGSEGV and SIGBUS handlers (SA_SIGINFO | SA_ONSTACK) on the first call, and on
-// every call makes `allocator` the one whose guards are recognised. Pass nullptr before
-// destroying that allocator. Call from the main thread at start-up, before faults can happen.
+// every call makes `allocator` the one whose guards are recognised (nullptr: none; destroying
+// the allocator also detaches it). Call at start-up, from one thread, before faults can happen.
 void install_overflow_handler(stack_allocator* allocator);
 
 // Registers (or, with nullptr, removes) the describer. Any thread.
 void set_overflow_describer(overflow_describer describer) noexcept;
+
+// Stops recognising `allocator`'s guards if it is the installed one. ~stack_allocator calls it,
+// so a fault after the allocator is gone never reads freed descriptors.
+void forget_overflow_allocator(const stack_allocator* allocator) noexcept;
 
 // Gives the calling thread a 64 KiB alternate signal stack (from mmap, with a guard page below
 // it) unless it already has one of at least 16 KiB (e.g. ASan's). Idempotent per thread. Every

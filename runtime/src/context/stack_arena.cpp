@@ -11,7 +11,7 @@
 // Guards are installed once and stay for the slot's life; neither pools nor trimming touch them
 // (guard markers survive MADV_DONTNEED). With madv_guard the whole chunk is guarded when it is
 // reserved, batched through process_madvise(pidfd, iov[], <= IOV_MAX, MADV_GUARD_INSTALL) --
-// about 370 ns a guard against 660 ns for one madvise each -- and the markers add no mapping.
+// about half the cost of one madvise per guard -- and the markers add no mapping.
 // With mprotect each slot's guard is made when the slot is carved, so the number of mappings
 // stays 2 x carved slots, which is what the start-up check of vm.max_map_count assumes.
 //
@@ -38,6 +38,8 @@
 // each carved slot is registered on its own; PROT_NONE mappings are skipped by LSan, so with
 // mprotect one region per chunk suffices.
 #include "stack_arena.hpp"
+
+#include "overflow_handler.hpp"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -136,6 +138,7 @@ stack_allocator::stack_allocator(const stack_options& options) : options_(option
 }
 
 stack_allocator::~stack_allocator() {
+  forget_overflow_allocator(this);
   size_t n = chunk_count_.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
     chunk& c = chunks_[i];
@@ -156,25 +159,23 @@ stack_allocator::~stack_allocator() {
   munmap(chunks_, chunk_capacity_ * sizeof(chunk));
 }
 
-std::string stack_allocator::map_failure(const char* what, int err, size_t bytes) const {
-  std::string msg = "herd: cannot ";
-  msg += what;
-  msg += " (" + std::to_string(bytes) + " bytes): " + std::error_code(err, std::generic_category()).message();
+std::string stack_allocator::map_failure(const std::string& what, int err) const {
+  std::string msg = "herd: cannot " + what + ": " + std::error_code(err, std::generic_category()).message();
   if (err != ENOMEM) return msg;
-  long current = read_max_map_count();
-  uint64_t carved = carved_.load(std::memory_order_relaxed);
-  // Enough for twice the stacks carved so far, two mappings each, plus the usual 1000 spare.
-  uint64_t wanted = round_up(std::max<uint64_t>(4 * carved + 1000, uint64_t(current > 0 ? current : 65530) * 2), 1024);
-  msg += ". The process has probably reached vm.max_map_count";
-  if (current > 0) msg += " (" + std::to_string(current) + ")";
-  msg += "; mprotect stack guards use two mappings per stack. Raise it: sysctl -w vm.max_map_count=" +
-         std::to_string(wanted);
+  const long current = read_max_map_count();
+  const uint64_t carved = carved_.load(std::memory_order_relaxed);
+  // Room for twice the stacks carved so far at two mappings each, plus the usual 1000 spare.
+  const uint64_t wanted =
+      round_up(std::max<uint64_t>(4 * carved + 1000, uint64_t(current > 0 ? current : 65530) * 2), 1024);
+  const std::string count = current > 0 ? " (" + std::to_string(current) + ")" : "";
+  const std::string fix = "sysctl -w vm.max_map_count=" + std::to_string(wanted);
   if (options_.guard == guard_kind::mprotect) {
-    msg += " (at least 2 x max actors + 1000)";
-  } else {
-    msg += ", or check the address-space limit (ulimit -v)";
+    return msg + ". The process has probably reached vm.max_map_count" + count +
+           ": mprotect stack guards take two mappings per stack. Raise it: " + fix +
+           " (at least 2 x max actors + 1000)";
   }
-  return msg;
+  return msg + ". The process has reached vm.max_map_count" + count +
+         " or its address-space limit (ulimit -v). Raise them: " + fix + ", ulimit -v unlimited";
 }
 
 bool stack_allocator::install_chunk_guards(chunk& c, std::string* error) {
@@ -192,7 +193,8 @@ bool stack_allocator::install_chunk_guards(chunk& c, std::string* error) {
     // Installing a guard twice is harmless, so a partial batch is simply redone slot by slot.
     for (size_t i = 0; !done && i < n; ++i) {
       if (madvise(c.base + (first + i) * c.slot_bytes, c.guard_bytes, MADV_GUARD_INSTALL) != 0) {
-        if (error) *error = map_failure("install stack guard pages (madvise MADV_GUARD_INSTALL)", errno, c.guard_bytes);
+        const int err = errno;
+        if (error) *error = map_failure("install stack guard pages (madvise MADV_GUARD_INSTALL)", err);
         return false;
       }
     }
@@ -207,7 +209,8 @@ stack_allocator::chunk* stack_allocator::reserve_chunk(uint32_t class_index, std
 
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) {
-    if (error) *error = map_failure("reserve a stack chunk (mmap)", errno, bytes);
+    const int err = errno;
+    if (error) *error = map_failure("reserve a stack chunk of " + std::to_string(bytes) + " bytes (mmap)", err);
     return nullptr;
   }
   madvise(mem, bytes, MADV_NOHUGEPAGE);  // fails only without THP support: nothing to prevent
@@ -265,7 +268,8 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
   chunk& c = *arena.current;
   stack_slot* slot = &c.slots[arena.next_slot];
   if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
-    if (error) *error = map_failure("install a stack guard page (mprotect)", errno, c.guard_bytes);
+    const int err = errno;
+    if (error) *error = map_failure("install a stack guard page (mprotect)", err);
     return nullptr;  // the slot stays uncarved; a later carve retries it
   }
 #ifdef HERD_STACK_LSAN

@@ -126,7 +126,7 @@ class stack_allocator {
 
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
   bool install_chunk_guards(chunk& c, std::string* error);
-  std::string map_failure(const char* what, int err, size_t bytes) const;
+  std::string map_failure(const std::string& what, int err) const;
 
   stack_options options_;
   uint32_t default_class_ = 0;

@@ -17,6 +17,7 @@
 #include "stack_pool.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace herd::rt {
 
@@ -33,8 +34,9 @@ stack_pool::~stack_pool() {
   allocator_.unregister_pool(&free_slots_);
 }
 
-void stack_pool::grow(free_list& list) {
-  const size_t capacity = std::max<size_t>(64, list.capacity * 2);
+void stack_pool::grow(free_list& list) { resize(list, std::max<size_t>(64, list.capacity * 2)); }
+
+void stack_pool::resize(free_list& list, size_t capacity) {
   std::unique_ptr<stack_slot*[]> ring(new stack_slot*[capacity]);
   for (size_t i = 0; i < list.count; ++i) ring[i] = list.at(i);
   list.ring = std::move(ring);
@@ -145,6 +147,8 @@ size_t stack_pool::maintain(uint64_t now_ms) {
   for (free_list& list : lists_) {
     const size_t limit = bound(list);
     if (list.count > limit) evict(list, list.count - limit);  // the peak that held them expired
+    if (list.capacity > 4096 && list.count < list.capacity / 4)  // nor keep the burst's ring
+      resize(list, std::bit_ceil(std::max<size_t>(64, 2 * list.count)));
     const size_t cold = std::min(list.low_now, list.low_before);
     while (list.clean_below < cold && trimmed < options_.trim_budget) {
       stack_slot* s = list.at(list.clean_below);

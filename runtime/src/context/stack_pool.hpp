@@ -74,6 +74,7 @@ class stack_pool {
 
   void push(free_list& list, stack_slot* slot);
   void grow(free_list& list);
+  void resize(free_list& list, size_t capacity);  // capacity: a power of two >= count
   size_t bound(const free_list& list) const noexcept;
   void evict(free_list& list, size_t n);  // the n coldest go to the allocator's surplus
   void roll_windows(uint64_t now_ms);

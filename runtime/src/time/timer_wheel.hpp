@@ -68,15 +68,21 @@
 // next_deadline() returns the time of the earliest occupied slot:
 //   * exact (== the earliest deadline) when that slot is on level 0, i.e. the
 //     earliest deadline shares now_'s 64-tick-aligned block;
-//   * otherwise the start of a higher-level slot (or one ring rotation for far
-//     nodes), which is earlier than the true minimum; the caller wakes up, calls
-//     advance(), and that cascades the slot (costing nothing if nothing is due);
+//   * otherwise the start of a higher-level slot (or, for far nodes, of the
+//     slot one ring rotation ahead), which is <= the true minimum and usually
+//     earlier: the caller wakes up then, calls advance(), which cascades the
+//     slot and fires nothing early; at most one such wake-up per level;
 //   * now_ if some node is overdue (linked with deadline <= now_), even though
 //     its stored deadline is smaller: "due immediately".
 //   So next_deadline() <= max(now(), earliest deadline) always holds.
 //
-// Ticks are uint64_t; all arithmetic saturates rather than wraps near
-// UINT64_MAX (deadline UINT64_MAX is legal; it is just placed far away).
+// Ticks are uint64_t and never wrap: deadline UINT64_MAX is legal (placed far
+// away); slot times are computed without overflow (the ring's "one rotation
+// ahead" saturates at UINT64_MAX, which only an empty slot could hit).
+//
+// The node type is the public herd::rt::timer_node (herd/runtime/timer_node.hpp,
+// embedded in fibers). The wheel owns prev/next/deadline/level/slot/linked of a
+// linked node (level 6 marks the pending list); it never touches other fields.
 #pragma once
 
 #include <bit>
