@@ -1,9 +1,17 @@
 // The context switch (see fiber_context.hpp). Invariants:
-//  * A fiber runs on exactly one worker at a time and switches only to that
-//    worker's loop (never fiber-to-fiber), so `side` in the fiber is valid from
-//    a resume to the next suspend. The worker passes its switch_side as the
-//    jump's data; the fiber learns where it runs from that, never from a
-//    thread_local.
+//  * A fiber runs on exactly one worker at a time. It leaves either for the
+//    worker loop or — when it parks or yields and the worker has a fiber ready
+//    in "run next" or its ring — straight for that fiber, saving a jump and a
+//    trip through the loop (ping-pong, rings, request/reply).
+//  * Every jump carries the worker's switch_side as its data; a fiber learns
+//    where it runs from that, never from a thread_local. `side` in the fiber
+//    is valid from its resume to its next suspend.
+//  * A direct switch from A to B: A records itself and its reason in
+//    side->from, jumps, and B — first thing on arrival — stores A's context
+//    (the jump's fctx) and finishes A's switch (after_direct: the waiting CAS
+//    for a park, the queue for a yield). Until then nobody else can see A:
+//    it is neither waiting nor queued. A jump from the loop instead leaves
+//    from == nullptr and the fctx is the loop's own context.
 //  * libstdc++ keeps the caught-exception stack and uncaught count per thread;
 //    a fiber suspended inside a catch block and resumed on another worker would
 //    lose them (and lend them to whatever ran next). suspend() saves and clears
@@ -75,12 +83,20 @@ inline void** fake_slot(fiber* f) noexcept {
 }
 
 // Runs on the fiber after every jump into it: learn the worker, finish the
-// sanitizer switch, take back this fiber's exception state.
+// sanitizer switch and a direct switch's other half, take back this fiber's
+// exception state.
 inline void arrived(fiber* f, bctx::transfer_t t) noexcept {
   auto* side = static_cast<switch_side*>(t.data);
-  side->sched_ctx = t.fctx;
   f->side = side;
-  asan_finish(fake_slot(f) ? *fake_slot(f) : nullptr, &side->stack_bottom, &side->stack_size);
+  if (fiber* left = side->from) {
+    asan_finish(fake_slot(f) ? *fake_slot(f) : nullptr, nullptr, nullptr);
+    side->from = nullptr;
+    left->ctx = t.fctx;
+    side->after_direct(side, left, side->from_why);
+  } else {
+    side->sched_ctx = t.fctx;
+    asan_finish(fake_slot(f) ? *fake_slot(f) : nullptr, &side->stack_bottom, &side->stack_size);
+  }
   eh_globals* g = eh_of(side);
   g->caught = f->eh_caught;
   g->uncaught = f->eh_uncaught;
@@ -114,17 +130,9 @@ void fiber_entry(bctx::transfer_t t) noexcept {
                                                  : suspend_reason::dead);
 }
 
-}  // namespace
-
-void switch_side::init_on_thread() noexcept {
-  eh_globals = abi::__cxa_get_globals();
-#if defined(__SANITIZE_THREAD__)
-  tsan_fiber = __tsan_get_current_fiber();
-#endif
-}
-
-suspend_reason resume(switch_side& side, fiber* f) noexcept {
-  side.current = f;
+// Prepares f's context (a fresh one on its stack if it has none) and tells
+// the sanitizers where the next jump goes.
+inline void* enter(fiber* f, void** fake_save) noexcept {
   stack_slot* s = f->stack;
   if (!f->ctx) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -136,16 +144,31 @@ suspend_reason resume(switch_side& side, fiber* f) noexcept {
     if (!s->tsan_fiber) s->tsan_fiber = __tsan_create_fiber(0);
 #endif
   }
-  asan_start(&side.fake_stack, s->lo, s->size());
+  asan_start(fake_save, s->lo, s->size());
 #if defined(__SANITIZE_THREAD__)
   tsan_switch(s->tsan_fiber);
 #endif
-  bctx::transfer_t t = bctx::jump_fcontext(f->ctx, &side);
+  return f->ctx;
+}
+
+}  // namespace
+
+void switch_side::init_on_thread() noexcept {
+  eh_globals = abi::__cxa_get_globals();
+#if defined(__SANITIZE_THREAD__)
+  tsan_fiber = __tsan_get_current_fiber();
+#endif
+}
+
+resumed resume(switch_side& side, fiber* f) noexcept {
+  side.current = f;
+  bctx::transfer_t t = bctx::jump_fcontext(enter(f, &side.fake_stack), &side);
   asan_finish(side.fake_stack, nullptr, nullptr);
   auto why = static_cast<suspend_reason>(reinterpret_cast<uintptr_t>(t.data));
-  f->ctx = (why == suspend_reason::dead || why == suspend_reason::hibernate) ? nullptr : t.fctx;
+  fiber* back = side.current;  // the fiber that came back: maybe not f
+  back->ctx = (why == suspend_reason::dead || why == suspend_reason::hibernate) ? nullptr : t.fctx;
   side.current = nullptr;
-  return why;
+  return {back, why};
 }
 
 void suspend(fiber* f, suspend_reason why) noexcept {
@@ -156,9 +179,17 @@ void suspend(fiber* f, suspend_reason why) noexcept {
   f->eh_uncaught = g->uncaught;
   g->caught = nullptr;
   g->uncaught = 0;
-  asan_start(fake_slot(f), side->stack_bottom, side->stack_size);
-  tsan_switch(side->tsan_fiber);
-  bctx::transfer_t t = bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+  bctx::transfer_t t;
+  if (fiber* next = side->pick_direct ? side->pick_direct(side, f, why) : nullptr) {
+    side->from = f;
+    side->from_why = why;
+    side->current = next;
+    t = bctx::jump_fcontext(enter(next, fake_slot(f)), side);
+  } else {
+    asan_start(fake_slot(f), side->stack_bottom, side->stack_size);
+    tsan_switch(side->tsan_fiber);
+    t = bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+  }
   arrived(f, t);
 }
 

@@ -13,11 +13,21 @@ namespace herd::rt {
 enum class suspend_reason : uintptr_t { park = 1, yield, spawn, hibernate, dead, migrate };
 
 // The worker's half of every switch. One per worker thread; only that thread
-// touches it, except `current`, which the fiber reads through it after a resume.
+// touches it.
 struct switch_side {
-  void* sched_ctx = nullptr;   // the worker loop's context while a fiber runs
+  void* sched_ctx = nullptr;   // the worker loop's context while fibers run
   fiber* current = nullptr;    // the fiber being resumed / running
   void* owner = nullptr;       // the worker this side belongs to
+  // A fiber that switched straight to another leaves itself and its reason
+  // here; the fiber that arrives finishes the switch for it (see .cpp).
+  fiber* from = nullptr;
+  suspend_reason from_why = suspend_reason::park;
+  // Decides whether a suspending fiber may switch straight to another one and
+  // which (nullptr: go through the worker loop). Set by the worker.
+  fiber* (*pick_direct)(switch_side*, fiber* leaving, suspend_reason) = nullptr;
+  // Finishes a direct switch on behalf of the fiber that left (park: the
+  // waiting transition; yield: back to the queue).
+  void (*after_direct)(switch_side*, fiber* left, suspend_reason) = nullptr;
   const void* stack_bottom = nullptr;  // ASan: the thread's own stack
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;
@@ -28,12 +38,19 @@ struct switch_side {
   void init_on_thread() noexcept;
 };
 
-// Worker side. Runs f — starting it on f->stack if f->ctx is null — until it
-// switches back, and says why. After `dead` or `hibernate` the fiber's stack is
-// no longer in use and f->ctx is null.
-suspend_reason resume(switch_side& side, fiber* f) noexcept;
+struct resumed {
+  fiber* back;          // the fiber that switched back to the loop (may differ
+                        // from the one resumed, after direct switches)
+  suspend_reason why;
+};
 
-// Fiber side. Back to the worker running f; returns when some worker resumes f.
+// Worker side. Runs f — starting it on f->stack if f->ctx is null — until a
+// fiber switches back to the loop, and says which and why. After `dead` or
+// `hibernate` that fiber's stack is no longer in use and its ctx is null.
+resumed resume(switch_side& side, fiber* f) noexcept;
+
+// Fiber side. Leaves f (for another fiber on this worker or for the loop);
+// returns when some worker resumes f.
 void suspend(fiber* f, suspend_reason why) noexcept;
 
 // Fiber side, as seen by the worker that is running it now.

@@ -72,11 +72,7 @@ void consume_reduction() {
   if (fiber* f = current()) consume_reduction(f);
 }
 
-void consume_reduction(fiber* f) {
-  // relaxed: the total is a statistic; only the running fiber writes it.
-  f->reductions.store(f->reductions.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (f->reductions_left == 0 || --f->reductions_left == 0) suspend(f, suspend_reason::yield);
-}
+void yield_for_budget(fiber* f) { suspend(f, suspend_reason::yield); }
 
 namespace {
 void enqueue_foreign(fiber* f) noexcept {

@@ -69,6 +69,8 @@ worker* raw_this_worker_for_signal() noexcept { return tl_worker; }
 worker::worker(runtime_impl& r, unsigned i)
     : rt(r), id(i), stacks(r.stacks), timers(now_ms()), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
   side.owner = this;
+  side.pick_direct = &worker::pick_direct;
+  side.after_direct = &worker::after_direct;
 }
 
 void worker::thread_main() {
@@ -185,6 +187,20 @@ fiber* worker::steal() {
   return nullptr;
 }
 
+void worker::begin_slice(fiber* f) {
+  f->reductions_left = rt.opts.reduction_budget;
+  f->last_run_ms.store(coarse_ms_, std::memory_order_relaxed);
+  running.store(f, std::memory_order_relaxed);
+}
+
+void worker::end_slice(fiber* f) {
+  // relaxed: statistics, written by the worker running f only.
+  f->reductions.store(f->reductions.load(std::memory_order_relaxed) + rt.opts.reduction_budget -
+                          f->reductions_left,
+                      std::memory_order_relaxed);
+  switches.store(switches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 void worker::run(fiber* f) {
   if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
@@ -195,13 +211,12 @@ void worker::run(fiber* f) {
       return;
     }
   }
-  f->reductions_left = rt.opts.reduction_budget;
-  f->last_run_ms.store(coarse_ms_, std::memory_order_relaxed);
-  running.store(f, std::memory_order_relaxed);
-  suspend_reason why = resume(side, f);
+  begin_slice(f);
+  resumed r = resume(side, f);
   running.store(nullptr, std::memory_order_relaxed);
-  switches.store(switches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  switch (why) {
+  f = r.back;
+  end_slice(f);
+  switch (r.why) {
     case suspend_reason::park:
       if (!state::try_park(f)) schedule_next(f);
       break;
@@ -211,7 +226,7 @@ void worker::run(fiber* f) {
     case suspend_reason::migrate:
       f->avoid_worker = id;
       rt.inject.push(f);
-      rt.notify_parked();
+      rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
       break;
     case suspend_reason::spawn:
       direct = spawned;
@@ -232,14 +247,55 @@ void worker::run(fiber* f) {
   }
 }
 
+// A fiber parking or yielding may switch straight to the next one when the
+// loop has nothing else to do first: no maintenance due, no spawned child, no
+// high-priority work, not the injection queue's turn.
+fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why) {
+  auto* w = static_cast<worker*>(side->owner);
+  if (why != suspend_reason::park && why != suspend_reason::yield) return nullptr;
+  if (w->maint_countdown_ <= 1 || w->clock_countdown_ <= 1 || w->global_countdown_ <= 1) return nullptr;
+  if (w->direct || !w->rt.high.empty()) return nullptr;
+  fiber* next = nullptr;
+  if (w->run_next_streak_ < 3 && w->run_next.load(std::memory_order_relaxed)) {
+    next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
+    if (next) ++w->run_next_streak_;
+  }
+  if (!next) {
+    w->run_next_streak_ = 0;
+    next = w->ring.pop();
+    if (!next) return nullptr;
+  }
+  if (!next->stack) {  // hibernated: the loop acquires its stack
+    w->direct = next;
+    return nullptr;
+  }
+  --w->maint_countdown_;
+  --w->clock_countdown_;
+  --w->global_countdown_;
+  w->end_slice(leaving);
+  w->begin_slice(next);
+  return next;
+}
+
+void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
+  auto* w = static_cast<worker*>(side->owner);
+  if (why == suspend_reason::park) {
+    if (!state::try_park(left)) w->schedule_next(left);
+  } else {
+    w->schedule_local(left);
+  }
+}
+
 fiber* worker::from_inject(fiber* f) {
   if (!f || f->avoid_worker == UINT32_MAX) return f;
   if (f->avoid_worker != id || rt.n_workers == 1) {
     f->avoid_worker = UINT32_MAX;
     return f;
   }
-  rt.inject.push(f);  // testing::migrate: leave it to another worker
-  rt.notify_parked();
+  // testing::migrate: leave it to another worker, and wake that one directly —
+  // the idle protocol might pick this worker again and spin.
+  rt.inject.push(f);
+  rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
   return nullptr;
 }
 

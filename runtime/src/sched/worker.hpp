@@ -60,6 +60,10 @@ class worker {
   fiber* steal();
   fiber* from_inject(fiber* f);
   void run(fiber* f);
+  void begin_slice(fiber* f);
+  void end_slice(fiber* f);
+  static fiber* pick_direct(switch_side* side, fiber* leaving, suspend_reason why);
+  static void after_direct(switch_side* side, fiber* left, suspend_reason why);
   void maintenance(uint64_t now_tsc);
   void park();
   bool work_pending_anywhere() const;

@@ -34,7 +34,11 @@ void consume_reduction();
 // fiber running on the calling thread): no thread-local lookup.
 void park(fiber* self);
 bool park_until(fiber* self, uint64_t deadline_ms);
-void consume_reduction(fiber* self);
+// Out of line: the budget ran out.
+void yield_for_budget(fiber* self);
+inline void consume_reduction(fiber* self) {
+  if (--self->reductions_left == 0) yield_for_budget(self);
+}
 // wake(target) from the fiber `self` (or, with self == nullptr, from anywhere).
 void wake_from(fiber* self, fiber* target) noexcept;
 
