@@ -108,7 +108,6 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
 void free_process(void* o) {
   auto* p = static_cast<process*>(o);
   p->mbox.clear();  // what senders pushed after the process ended
-  if (node_state* n = current_node()) n->table.release(p->id, rt::worker_index());
   delete p->final_reason;
   delete p->pending_exit.load(std::memory_order_relaxed);
   p->~process();
@@ -125,6 +124,10 @@ void process_finished(rt::fiber* f) noexcept {
   }
   node_state* n = current_node();
   n->table.unpublish(p->id);
+  // The slot can be reused at once: a stale pid's lookup finds the new
+  // process and rejects it by generation. Only the control block must wait
+  // for the grace period (a sender may still hold a pointer to it).
+  n->table.release(p->id, rt::worker_index());
   release_name(p);
   p->mbox.clear();
   // Links and monitors are told here (failure-model issue).

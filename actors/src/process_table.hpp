@@ -34,7 +34,8 @@ class process_table {
   bool allocate(pid& out, unsigned worker);  // worker: index or UINT32_MAX (foreign)
   void publish(pid p, process* proc) noexcept;
   void unpublish(pid p) noexcept;
-  // After a grace period: the slot may be reused.
+  // After unpublish: the slot may be reused (a stale pid's lookup then finds
+  // the new process and rejects it by its generation).
   void release(pid p, unsigned worker);
 
   // Any thread (foreign threads under rt::foreign_read_guard).

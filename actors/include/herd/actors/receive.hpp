@@ -14,9 +14,11 @@
 // must agree), or void.
 //
 // From a process only. receive is a blocking point: an exit signal that
-// arrived is acted on here (the stack unwinds). Reached while the stack is
-// already unwinding (a destructor that receives), it neither blocks nor
-// throws: it behaves as if `after(0)` were given.
+// arrived is acted on here (the stack unwinds). Reached while that exit is
+// unwinding the stack (a destructor that receives), it neither blocks nor
+// throws: it behaves as if `after(0)` were given. While an ordinary exception
+// unwinds, a destructor may receive and block as usual (like Erlang's
+// try ... after).
 #pragma once
 #include <herd/actors/message.hpp>
 
