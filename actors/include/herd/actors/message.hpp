@@ -43,7 +43,8 @@ inline constexpr uint64_t type_id = fnv1a(type_name<std::remove_cvref_t<T>>());
 
 struct message_ops {
   void (*destroy)(void* payload) noexcept;
-  const char* name;  // for traces and the observer
+  const char* name;    // the type's name, for traces and the observer;
+  uint32_t name_len;   // not NUL-terminated
   uint32_t size;
 };
 
@@ -68,15 +69,10 @@ static_assert(sizeof(message) <= message::payload_offset);
 
 template <class T>
 struct ops_holder {
-  static constexpr std::string_view name_sv = type_name<T>();
-  // NUL-terminated copy of the name for C callers.
-  static constexpr auto name_buf = [] {
-    struct buf { char c[name_sv.size() + 1]; } b{};
-    for (std::size_t i = 0; i < name_sv.size(); ++i) b.c[i] = name_sv[i];
-    return b;
-  }();
-  static constexpr message_ops ops{
-      [](void* p) noexcept { static_cast<T*>(p)->~T(); }, name_buf.c, static_cast<uint32_t>(sizeof(T))};
+  static void destroy(void* p) noexcept { static_cast<T*>(p)->~T(); }
+  static constexpr message_ops ops{&destroy, type_name<T>().data(),
+                                   static_cast<uint32_t>(type_name<T>().size()),
+                                   static_cast<uint32_t>(sizeof(T))};
 };
 
 // Counts live messages (leak check at node teardown); relaxed, any thread.
