@@ -16,26 +16,23 @@ struct counter_block {
 std::atomic<counter_block*> g_blocks{nullptr};
 __attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block = nullptr;
 
-// Not inlined, with a barrier: a thread_local's address must be recomputed
-// after any suspension (a fiber may have moved to another worker).
-[[gnu::noinline]] counter_block* my_block() {
-  asm volatile("" ::: "memory");
-  if (!tl_block) {
-    // Blocks are never freed: a thread's count must survive the thread.
-    auto* b = new counter_block;
-    b->next = g_blocks.load(std::memory_order_relaxed);
-    // release: publishes the block to live_messages().
-    while (!g_blocks.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
-    }
-    tl_block = b;
+[[gnu::noinline]] counter_block* register_block() {
+  auto* b = new counter_block;  // never freed: a thread's count must survive the thread
+  b->next = g_blocks.load(std::memory_order_relaxed);
+  // release: publishes the block to live_messages().
+  while (!g_blocks.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
   }
-  return tl_block;
+  tl_block = b;
+  return b;
 }
 
 }  // namespace
 
-void count_message(int delta) noexcept {
-  counter_block* b = my_block();
+// Not inlined (callers may suspend and move to another worker; inside this
+// function nothing does, so the thread_local is read for the right thread).
+[[gnu::noinline]] void count_message(int delta) noexcept {
+  counter_block* b = tl_block;
+  if (__builtin_expect(!b, 0)) b = register_block();
   b->value.store(b->value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
 }
 

@@ -78,7 +78,7 @@ void node_state::note_exit(process* p) noexcept {
     std::lock_guard<std::mutex> g(m);
     if (p->is_root) {
       root_done = true;
-      root_reason = *p->final_reason;
+      root_reason = p->final_reason ? *p->final_reason : exit_reason::normal();
     }
     cv.notify_all();
   }

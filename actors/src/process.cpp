@@ -95,7 +95,7 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
       return rt::fiber_result::dead;
     }
     if (!next) {
-      p->final_reason = new exit_reason(std::move(reason));
+      if (!reason.is_normal()) p->final_reason = new exit_reason(std::move(reason));
       return rt::fiber_result::dead;
     }
     p->current_body = next;

@@ -33,7 +33,7 @@ struct alignas(64) process final : rt::fiber {
   body* current_body = nullptr;      // what runs next (spawn's function or a continuation)
   mailbox mbox;
   std::atomic<exit_reason*> pending_exit{nullptr};
-  exit_reason* final_reason = nullptr;  // set when the fiber ends (heap, owned)
+  exit_reason* final_reason = nullptr;  // set when the fiber ends (heap, owned); nullptr: normal
   std::atomic<interned_name*> name{nullptr};
   uint64_t spawned_ms = 0;
   uint32_t body_size = 0;
