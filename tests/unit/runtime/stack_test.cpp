@@ -225,7 +225,8 @@ TEST_CASE("a steady-state acquire/write/release loop carves nothing and takes no
   }
   const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / 100'000;
   CHECK(same);
-  CHECK(minor_faults() - faults <= 2);
+  // Under sanitizers the loop also touches fresh shadow memory.
+  CHECK(minor_faults() - faults <= ((asan || tsan) ? 64 : 2));
   CHECK(pool.stats().carved == 1);
   CHECK(allocator.stats().chunks == chunks);
   WARN("acquire + write + release: " << ns << " ns");
