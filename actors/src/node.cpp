@@ -1,11 +1,12 @@
 // The node: runtime + process table + root process. Shutdown, in order:
 //  1. the root exits (its reason is what run() returns);
-//  2. every process still published gets an exit signal (`shutdown`);
-//  3. the node waits until every process has finished (polling the per-thread
-//     counts every 10 ms and woken early by the last exit); a process that
-//     does not reach a blocking point within shutdown_timeout is reported —
-//     pid, name, state — and the process aborts (it cannot be unwound, and
-//     dropping its stack would leak what it owns);
+//  2. every process still published gets an exit signal (`shutdown`) — and
+//     again every 10 ms, so one spawned meanwhile (a destructor that starts a
+//     process, a supervisor restarting a child) is shut down too;
+//  3. the node waits until every process has finished (woken early by the
+//     last exit); a process still alive after shutdown_timeout cannot be
+//     unwound — it never reaches a blocking point — and dropping its stack
+//     would leak what it owns, so the node reports it (pid, name) and aborts;
 //  4. the runtime stops (workers joined, everything retired is freed).
 #include <herd/actors/node.hpp>
 #include <herd/actors/process.hpp>
@@ -142,14 +143,18 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
   }
 
   st.draining.store(true, std::memory_order_relaxed);
-  {
+  auto signal_all = [&st] {
     rt::foreign_read_guard g;
     st.table.for_each([](detail::process* p) { herd::exit(p->id, exit_reason::shutdown()); });
-  }
+  };
   auto deadline = std::chrono::steady_clock::now() + impl_->opts.shutdown_timeout;
   {
     std::unique_lock<std::mutex> g(st.m);
     while (st.live() > 0) {
+      g.unlock();
+      signal_all();  // a no-op for processes that already have an exit pending
+      g.lock();
+      if (st.live() == 0) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         std::fprintf(stderr, "herd: node shutdown: %zu process(es) did not exit within %lld ms:\n",
                      st.live(), static_cast<long long>(impl_->opts.shutdown_timeout.count()));
@@ -157,7 +162,7 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
         st.table.for_each([](detail::process* p) {
           char buf[256];
           p->ops->describe(p, buf, sizeof buf);
-          std::fprintf(stderr, "  %s (never reached a blocking point)\n", buf);
+          std::fprintf(stderr, "  %s (did not reach a blocking point since the signal)\n", buf);
         });
         std::abort();
       }

@@ -4,6 +4,7 @@
 // generation would wrap is retired). Prints as <index.generation>.
 #pragma once
 #include <compare>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <ostream>
@@ -19,7 +20,11 @@ struct pid {
   constexpr explicit operator bool() const noexcept { return valid(); }
   constexpr uint64_t value() const noexcept { return (uint64_t(generation) << 32) | index; }
   friend constexpr auto operator<=>(const pid&, const pid&) = default;
-  std::string to_string() const { return "<" + std::to_string(index) + "." + std::to_string(generation) + ">"; }
+  std::string to_string() const {
+    char buf[32];
+    int n = std::snprintf(buf, sizeof buf, "<%u.%u>", index, generation);
+    return std::string(buf, static_cast<std::size_t>(n));
+  }
   friend std::ostream& operator<<(std::ostream& os, const pid& p) { return os << p.to_string(); }
 };
 

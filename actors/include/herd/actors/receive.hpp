@@ -140,7 +140,7 @@ bool try_handler(Tuple& hs, message* m) {
 }
 
 template <class Tuple, std::size_t... I>
-int match_index(Tuple& hs, message* m, std::index_sequence<I...>) {
+int match_index([[maybe_unused]] Tuple& hs, [[maybe_unused]] message* m, std::index_sequence<I...>) {
   int idx = -1;
   (void)((try_handler<Tuple, I>(hs, m) ? (idx = int(I), true) : false) || ...);
   return idx;

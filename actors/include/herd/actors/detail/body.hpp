@@ -27,15 +27,24 @@ template <class F, class... Args>
 struct body_impl final : body {
   template <class G, class... A>
   explicit body_impl(G&& g, A&&... a) : fn(std::forward<G>(g)), args(std::forward<A>(a)...) {}
+  // Runs once, so the arguments are passed as rvalues where the function
+  // accepts them (as std::thread does: a move-only argument can be taken by
+  // value), else as lvalues (a function taking T& gets the stored copy).
+  static constexpr bool by_rvalue = std::is_invocable_v<F&, Args&&...>;
+  using R = std::conditional_t<by_rvalue, std::invoke_result<F&, Args&&...>,
+                               std::invoke_result<F&, Args&...>>::type;
   body* invoke() override {
-    using R = std::invoke_result_t<F&, Args&...>;
     if constexpr (std::is_same_v<R, hibernation>) {
-      return take_continuation(std::apply(fn, args));
+      return take_continuation(call());
     } else {
       static_assert(std::is_void_v<R>, "herd: an actor's function returns void or herd::hibernation");
-      std::apply(fn, args);
+      call();
       return nullptr;
     }
+  }
+  R call() {
+    if constexpr (by_rvalue) return std::apply(fn, std::move(args));
+    else return std::apply(fn, args);
   }
   F fn;
   std::tuple<Args...> args;
