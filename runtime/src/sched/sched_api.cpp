@@ -235,8 +235,7 @@ bool cancel_timer(const timer_ref& t) noexcept {
 int64_t timer_remaining(const timer_ref& t) noexcept {
   timer_entry* e = t.entry();
   if (!e || e->st.load(std::memory_order_acquire) != timer_entry::armed) return -1;
-  uint64_t now = now_ms();
-  return e->node.deadline > now ? int64_t(e->node.deadline - now) : 0;
+  return ms_until(e->node.deadline);
 }
 
 }  // namespace herd::rt

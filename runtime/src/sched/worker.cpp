@@ -202,6 +202,14 @@ void worker::end_slice(fiber* f) {
 }
 
 void worker::run(fiber* f) {
+  if (__builtin_expect(f->avoid_worker != UINT32_MAX, 0)) {
+    if (f->avoid_worker == id && rt.n_workers > 1) {  // testing::migrate: leave it to another
+      rt.inject.push(f);
+      rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
+      return;
+    }
+    f->avoid_worker = UINT32_MAX;
+  }
   if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
     if (!f->stack) {
@@ -261,9 +269,18 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
     if (next) ++w->run_next_streak_;
   }
   if (!next) {
+    // The ring gets its turn; if it is empty, run next goes on.
     w->run_next_streak_ = 0;
     next = w->ring.pop();
+    if (!next && w->run_next.load(std::memory_order_relaxed)) {
+      next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
+      if (next) w->run_next_streak_ = 1;
+    }
     if (!next) return nullptr;
+  }
+  if (next->avoid_worker == w->id) {  // testing::migrate: not here
+    w->direct = next;
+    return nullptr;
   }
   if (!next->stack) {  // hibernated: the loop acquires its stack
     w->direct = next;
@@ -287,11 +304,7 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
 }
 
 fiber* worker::from_inject(fiber* f) {
-  if (!f || f->avoid_worker == UINT32_MAX) return f;
-  if (f->avoid_worker != id || rt.n_workers == 1) {
-    f->avoid_worker = UINT32_MAX;
-    return f;
-  }
+  if (!f || f->avoid_worker != id || rt.n_workers == 1) return f;
   // testing::migrate: leave it to another worker, and wake that one directly —
   // the idle protocol might pick this worker again and spin.
   rt.inject.push(f);

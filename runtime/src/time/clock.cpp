@@ -60,12 +60,30 @@ uint64_t now_ms() noexcept {
   return uint64_t(mono_ns() - g_start_ns.load(std::memory_order_relaxed)) / 1000000;
 }
 
+// Rounded up: the wheel fires a deadline once the truncated clock reaches
+// it, so a timeout of d ms never ends before d ms have passed (Erlang's rule).
 uint64_t deadline_after(std::chrono::milliseconds d) noexcept {
-  if (d.count() < 0) return now_ms();
-  uint64_t now = now_ms();
+  if (d.count() <= 0) return now_ms();
   uint64_t add = static_cast<uint64_t>(d.count());
+  uint64_t now = now_ms();
+  if (!g_virtual.load(std::memory_order_relaxed)) {
+    uint64_t ns = uint64_t(mono_ns() - g_start_ns.load(std::memory_order_relaxed));
+    now = ns / 1000000 + (ns % 1000000 ? 1 : 0);
+  }
   return add > std::numeric_limits<uint64_t>::max() - now - 1 ? std::numeric_limits<uint64_t>::max() - 1
                                                               : now + add;
+}
+
+int64_t ms_until(uint64_t deadline_ms) noexcept {
+  if (g_virtual.load(std::memory_order_relaxed)) {
+    uint64_t now = g_virtual_ms.load(std::memory_order_relaxed);
+    return deadline_ms > now ? int64_t(deadline_ms - now) : 0;
+  }
+  uint64_t ns = uint64_t(mono_ns() - g_start_ns.load(std::memory_order_relaxed));
+  uint64_t now = ns / 1000000;
+  if (deadline_ms <= now) return 0;
+  uint64_t left = deadline_ms - now - (ns % 1000000 ? 1 : 0);  // whole ms, rounded down
+  return left > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(left);
 }
 
 void advance_clock(std::chrono::milliseconds d) noexcept {

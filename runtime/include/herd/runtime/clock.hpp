@@ -10,8 +10,12 @@ namespace herd::rt {
 // Any thread.
 uint64_t now_ms() noexcept;
 
-// Converts a duration into a deadline for park_until (saturating).
+// Converts a duration into a deadline for park_until (saturating), rounded
+// up so that it never comes before d has passed.
 uint64_t deadline_after(std::chrono::milliseconds d) noexcept;
+
+// Whole milliseconds left until deadline_ms (0 if it has passed).
+int64_t ms_until(uint64_t deadline_ms) noexcept;
 
 // Deterministic mode only, any thread: moves the virtual clock forward.
 void advance_clock(std::chrono::milliseconds d) noexcept;
