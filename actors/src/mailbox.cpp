@@ -18,15 +18,6 @@ message* mailbox::append_reversed(message* newest) noexcept {
   return oldest;
 }
 
-void mailbox::unlink(message* prev, message* m) noexcept {
-  message* next = next_of(m);
-  if (prev) prev->next.store(next, std::memory_order_relaxed);
-  else save_head = next;
-  if (save_tail == m) save_tail = prev;
-  if (mark_set && mark == m) mark = prev;
-  dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 void mailbox::clear() noexcept {
   drain();
   uint64_t n = 0;

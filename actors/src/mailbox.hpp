@@ -28,6 +28,11 @@ namespace herd::detail {
 
 class mailbox {
  public:
+  // Senders' side first: a send touches the control block's first lines only.
+  std::atomic<message*> in_{nullptr};  // senders' end: newest first
+  std::atomic<uint64_t> enqueued{0};
+  std::atomic<uint64_t> dequeued{0};
+
   // Any thread.
   void push(message* m) noexcept {
     message* old = in_.load(std::memory_order_relaxed);
@@ -41,7 +46,13 @@ class mailbox {
   // returns the first one moved (nullptr if none).
   message* drain() noexcept {
     if (!in_.load(std::memory_order_relaxed)) return nullptr;
-    return append_reversed(in_.exchange(nullptr, std::memory_order_seq_cst));
+    message* newest = in_.exchange(nullptr, std::memory_order_seq_cst);
+    if (newest->next.load(std::memory_order_relaxed)) return append_reversed(newest);
+    // One message: the common case of request/reply.
+    if (save_tail) save_tail->next.store(newest, std::memory_order_relaxed);
+    else save_head = newest;
+    save_tail = newest;
+    return newest;
   }
 
   // Owner.
@@ -56,14 +67,17 @@ class mailbox {
   bool mark_set = false;
 
   // Owner: unlinks m (whose predecessor in the save queue is prev, or nullptr).
-  void unlink(message* prev, message* m) noexcept;
+  void unlink(message* prev, message* m) noexcept {
+    auto* next = static_cast<message*>(m->next.load(std::memory_order_relaxed));
+    if (prev) prev->next.store(next, std::memory_order_relaxed);
+    else save_head = next;
+    if (save_tail == m) save_tail = prev;
+    if (mark_set && mark == m) mark = prev;
+    dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   // Owner (or after the last grace period): frees every message.
   void clear() noexcept;
-
-  std::atomic<message*> in_{nullptr};  // senders' end: newest first
-  std::atomic<uint64_t> enqueued{0};
-  std::atomic<uint64_t> dequeued{0};
 
  private:
   message* append_reversed(message* newest) noexcept;

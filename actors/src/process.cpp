@@ -170,8 +170,7 @@ std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noe
 
 process* self_process() noexcept { return static_cast<process*>(rt::current()); }
 
-bool exit_pending_at_blocking_point(process* p) {
-  if (!p->pending_exit.load(std::memory_order_acquire)) return false;
+bool act_on_pending_exit(process*) {
   if (std::uncaught_exceptions() > 0) return true;  // already unwinding: do not block
   throw exit_unwind{};
 }

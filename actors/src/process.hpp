@@ -28,10 +28,13 @@ namespace herd::detail {
 
 struct interned_name;
 
+// Layout: the fiber's first cache line holds what every switch touches; the
+// process's first line (id, then the mailbox's senders' end and save queue)
+// what every send and receive touches.
 struct alignas(64) process final : rt::fiber {
   pid id;
-  body* current_body = nullptr;      // what runs next (spawn's function or a continuation)
   mailbox mbox;
+  body* current_body = nullptr;      // what runs next (spawn's function or a continuation)
   std::atomic<exit_reason*> pending_exit{nullptr};
   exit_reason* final_reason = nullptr;  // set when the fiber ends (heap, owned); nullptr: normal
   std::atomic<interned_name*> name{nullptr};
@@ -48,6 +51,10 @@ process* self_process() noexcept;
 
 // Acts on a pending exit at a blocking point: throws exit_unwind, unless the
 // stack is already unwinding — then returns true ("do not block").
-bool exit_pending_at_blocking_point(process* p);
+bool act_on_pending_exit(process* p);
+inline bool exit_pending_at_blocking_point(process* p) {
+  // acquire: pairs with the exit signal's CAS (the reason it points to).
+  return p->pending_exit.load(std::memory_order_acquire) ? act_on_pending_exit(p) : false;
+}
 
 }  // namespace herd::detail

@@ -140,9 +140,12 @@ fiber* worker::next_remote() {
     if (n) found = from_inject(batch[0]);
   }
   if (!found) found = rt.low.pop();
-  if (!found && rt.n_workers > 1) {
+  if (!found) {
+    // Even a lone worker becomes a searcher: the last searcher to park
+    // re-checks every queue, which is what catches a foreign thread's push
+    // that saw this worker awake and so woke nobody (see idle.hpp).
     if (!searching_) searching_ = rt.idle_state.transition_to_searching();
-    if (searching_) found = steal();
+    if (searching_ && rt.n_workers > 1) found = steal();
   }
   if (!found && rt.io.has_sources() && rt.io.try_acquire()) {
     rt.io.poll(0);

@@ -161,3 +161,27 @@ TEST_CASE("a selective receive that takes one sender's messages first leaves the
   CHECK(ok0);
   CHECK(ok1);
 }
+
+// Regression: a lone worker going to park must re-check the queues, or a
+// foreign thread's push that saw it awake (and so woke nobody) is lost.
+TEST_CASE("a foreign thread's wake-ups are never lost, one at a time on one worker", "[fifo][wakeup]") {
+  const int rounds = int(herd::test::scaled(20000, 2000));
+  std::atomic<int> acked{0};
+  int timeouts = 0;
+  auto r = run_node(herd::test::opts(1), [&] {
+    herd::pid me = herd::self();
+    std::thread t([me, rounds, &acked] {
+      for (int i = 0; i < rounds; ++i) {
+        herd::send(me, i);
+        while (acked.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      }
+    });
+    for (int i = 0; i < rounds; ++i) {
+      herd::receive([](int) {}, herd::after(5s, [&] { ++timeouts; }));
+      acked.store(i + 1, std::memory_order_release);
+    }
+    herd::blocking([&] { t.join(); });
+  });
+  CHECK(r.is_normal());
+  CHECK(timeouts == 0);
+}
