@@ -101,17 +101,7 @@ TEST_CASE("spawn and exit 1,000,000 processes, each spawning the next", "[stress
   check_clean(r, total + 1);
 }
 
-// BUG: stack pools hoard stacks when processes exit on another worker than the one that
-// spawned them, so the allocator keeps carving new stacks under a steady load. Waves of 10,000
-// live processes at 2 workers: 10,001 stacks carved after the first wave, ~31,000 after 50
-// waves, ~58,000 after 100 (RSS 48 MB -> 243 MB), still climbing; at 1 worker it stays 10,001.
-// Likely cause (stack_pool.cpp): a pool's in_use is acquires minus releases *on that pool*; it
-// drifts up without limit on the pool of the worker that spawns and below zero on the pools of
-// the workers where the processes exit. The bound max(min_bound, peak in_use) then grows with
-// that drift, so the spawning worker's pool never evicts to the shared surplus, and when the
-// spawner moves to another worker (stolen), that worker finds its list and the surplus empty
-// and carves. Expected: carved stays near the live peak (+ min_bound per worker).
-TEST_CASE("stack pools stay bounded: waves of spawns at 2 workers carve about the live peak", "[stress][spawn][!mayfail]") {
+TEST_CASE("stack pools stay bounded: waves of spawns at 2 workers carve about the live peak", "[stress][spawn]") {
   const unsigned workers = 2;
   const uint64_t wave = scaled(10'000, 500);
   const uint64_t waves = scaled(60, 10);

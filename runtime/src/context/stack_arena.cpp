@@ -26,9 +26,14 @@
 //     or this allocator's surplus lists. Only the owner touches `next` and `clean`.
 //  3. `clean` means the usable range has no resident pages (never touched, or trimmed and not
 //     used since). Surplus keeps dirty and clean slots apart so that reuse prefers warm pages
-//     and trimming never scans slots that have nothing to give back.
+//     and trimming never scans slots that have nothing to give back; and dirty slots by age
+//     (fresh, aging, stale; roll_window moves them on), so that only the stale ones, unused for
+//     a whole window, are trimmed: stacks passing from one worker's pool to another's, through
+//     here, keep their pages.
 //  4. Nothing here runs on a steady-state spawn: pools recycle locally; carve() and trimming
-//     are the only paths with syscalls.
+//     are the only paths with syscalls. What pools call on their fast paths -- excess(),
+//     roll_window() when it is not time, sample_live() when the peak does not rise -- only
+//     loads, and each pool's counters are written by that pool alone.
 //  5. Code reachable from carve() runs on a fiber stack (a spawning actor), possibly 16 KiB:
 //     large buffers go on the heap.
 //
@@ -54,10 +59,14 @@
 #include <new>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #define HERD_STACK_LSAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
 #endif
 
 #ifndef MADV_GUARD_INSTALL
@@ -142,6 +151,12 @@ stack_allocator::~stack_allocator() {
   size_t n = chunk_count_.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
     chunk& c = chunks_[i];
+#if defined(__SANITIZE_THREAD__)
+    // The context switcher made one TSan fiber per slot it ran on; TSan counts them as
+    // threads and dies past ~8,000, so they must go with the slots.
+    for (uint32_t s = 0, carved = c.carved.load(std::memory_order_relaxed); s < carved; ++s)
+      if (c.slots[s].tsan_fiber) __tsan_destroy_fiber(c.slots[s].tsan_fiber);
+#endif
 #ifdef HERD_STACK_LSAN
     if (options_.guard == guard_kind::madv_guard) {
       uint32_t carved = c.carved.load(std::memory_order_relaxed);
@@ -157,6 +172,7 @@ stack_allocator::~stack_allocator() {
   }
   if (pidfd_ >= 0) close(pidfd_);
   munmap(chunks_, chunk_capacity_ * sizeof(chunk));
+  for (pool_counters* p = pools_.load(std::memory_order_acquire); p;) delete std::exchange(p, p->next);
 }
 
 std::string stack_allocator::map_failure(const std::string& what, int err) const {
@@ -277,8 +293,31 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
 #endif
   ++arena.next_slot;
   c.carved.store(arena.next_slot, std::memory_order_release);  // pairs with contains_guard()
+  arena.carved.store(arena.carved.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   carved_.fetch_add(1, std::memory_order_relaxed);
   return slot;
+}
+
+void stack_allocator::slot_list::push(stack_slot* first, stack_slot* last, size_t n) noexcept {
+  if (!first) return;
+  last->next = head;
+  if (!head) tail = last;
+  head = first;
+  count += n;
+}
+
+stack_slot* stack_allocator::slot_list::pop() noexcept {
+  stack_slot* s = head;
+  if (!s) return nullptr;
+  head = s->next;
+  if (!head) tail = nullptr;
+  --count;
+  return s;
+}
+
+void stack_allocator::slot_list::move_onto(slot_list& below) noexcept {
+  below.push(head, tail, count);
+  *this = {};
 }
 
 stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size_t* taken) {
@@ -288,17 +327,13 @@ stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size
   size_t n = 0;
   {
     std::lock_guard lock(arena.surplus_mutex);
-    for (stack_slot** list : {&arena.dirty, &arena.clean}) {
-      size_t& count = list == &arena.dirty ? arena.dirty_count : arena.clean_count;
-      while (n < max && *list) {
-        stack_slot* s = *list;
-        *list = s->next;
-        --count;
+    for (slot_list* list : {&arena.fresh, &arena.aging, &arena.stale, &arena.clean}) {
+      for (stack_slot* s; n < max && (s = list->pop()); ++n) {
         *link = s;
         link = &s->next;
-        ++n;
       }
     }
+    arena.surplus.store(arena.surplus.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
   *link = nullptr;
   surplus_.fetch_sub(n, std::memory_order_relaxed);
@@ -306,36 +341,26 @@ stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size
   return head;
 }
 
-void stack_allocator::put_surplus(stack_slot* chain) {
+void stack_allocator::put_surplus(stack_slot* chain, bool unused) {
   if (!chain) return;
   class_arena& arena = classes_[chain->class_index];
-  stack_slot* dirty = nullptr;
-  stack_slot* clean = nullptr;
-  stack_slot* dirty_tail = nullptr;
-  stack_slot* clean_tail = nullptr;
-  size_t dirty_n = 0, clean_n = 0;
+  // Split into dirty and clean, keeping the order (hottest first).
+  slot_list dirty, clean;
   while (chain) {
     stack_slot* s = chain;
     chain = s->next;
-    stack_slot*& head = s->clean ? clean : dirty;
-    stack_slot*& tail = s->clean ? clean_tail : dirty_tail;
-    ++(s->clean ? clean_n : dirty_n);
     s->next = nullptr;
-    if (tail) tail->next = s; else head = s;
-    tail = s;
+    slot_list& to = s->clean ? clean : dirty;
+    if (to.tail) to.tail->next = s; else to.head = s;
+    to.tail = s;
+    ++to.count;
   }
+  const size_t n = dirty.count + clean.count;
   std::lock_guard lock(arena.surplus_mutex);
-  if (dirty) {
-    dirty_tail->next = arena.dirty;
-    arena.dirty = dirty;
-    arena.dirty_count += dirty_n;
-  }
-  if (clean) {
-    clean_tail->next = arena.clean;
-    arena.clean = clean;
-    arena.clean_count += clean_n;
-  }
-  surplus_.fetch_add(dirty_n + clean_n, std::memory_order_relaxed);
+  dirty.move_onto(unused ? arena.stale : arena.fresh);
+  clean.move_onto(arena.clean);
+  arena.surplus.store(arena.surplus.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  surplus_.fetch_add(n, std::memory_order_relaxed);
 }
 
 size_t stack_allocator::trim_surplus(size_t budget) {
@@ -344,47 +369,23 @@ size_t stack_allocator::trim_surplus(size_t budget) {
     if (trimmed >= budget) break;
     // Detach a batch, give its pages back outside the lock, then file it as clean. Detached
     // slots stay counted in surplus_, so stats() does not see them flicker into "in use".
-    stack_slot* batch = nullptr;
+    slot_list batch;
     {
       std::lock_guard lock(arena.surplus_mutex);
-      stack_slot** link = &batch;
-      for (size_t want = budget - trimmed; want && arena.dirty; --want) {
-        *link = arena.dirty;
-        arena.dirty = arena.dirty->next;
-        --arena.dirty_count;
-        link = &(*link)->next;
-      }
-      *link = nullptr;
+      for (stack_slot* s; batch.count < budget - trimmed && (s = arena.stale.pop());) batch.push(s, s, 1);
     }
-    if (!batch) continue;
-    stack_slot* clean = nullptr;
-    stack_slot* still_dirty = nullptr;
-    size_t clean_n = 0, dirty_n = 0;
-    while (batch) {
-      stack_slot* s = batch;
-      batch = s->next;
-      bool ok = trim_slot(s);
-      s->next = ok ? clean : still_dirty;
-      (ok ? clean : still_dirty) = s;
-      ++(ok ? clean_n : dirty_n);
+    if (!batch.head) continue;
+    slot_list clean, still_dirty;
+    while (stack_slot* s = batch.pop()) {
+      slot_list& to = trim_slot(s) ? clean : still_dirty;
+      to.push(s, s, 1);
     }
     std::lock_guard lock(arena.surplus_mutex);
-    for (stack_slot* s = clean; s;) {
-      stack_slot* next = s->next;
-      s->next = arena.clean;
-      arena.clean = s;
-      s = next;
-    }
-    for (stack_slot* s = still_dirty; s;) {
-      stack_slot* next = s->next;
-      s->next = arena.dirty;
-      arena.dirty = s;
-      s = next;
-    }
-    arena.clean_count += clean_n;
-    arena.dirty_count += dirty_n;
-    trimmed += clean_n;
-    if (dirty_n) break;  // the kernel refuses; try again at the next maintenance
+    trimmed += clean.count;
+    const bool refused = still_dirty.count != 0;
+    clean.move_onto(arena.clean);
+    still_dirty.move_onto(arena.stale);
+    if (refused) break;  // the kernel refuses; try again at the next maintenance
   }
   trimmed_.fetch_add(trimmed, std::memory_order_relaxed);
   return trimmed;
@@ -415,24 +416,86 @@ stack_allocator_stats stack_allocator::stats() const noexcept {
   s.chunks = chunk_count_.load(std::memory_order_relaxed);
   s.guard = options_.guard;
   uint64_t pooled = 0;
-  {
-    std::lock_guard lock(pools_mutex_);
-    for (const auto* free_slots : pools_) pooled += free_slots->load(std::memory_order_relaxed);
-  }
+  for (const pool_counters* p = pools_.load(std::memory_order_acquire); p; p = p->next)
+    pooled += p->free_slots.load(std::memory_order_relaxed);
   // The counters are read at slightly different moments; never report a negative count.
   uint64_t idle = s.slots_surplus + pooled;
   s.slots_in_use = s.slots_carved > idle ? s.slots_carved - idle : 0;
   return s;
 }
 
-void stack_allocator::register_pool(const std::atomic<size_t>* free_slots) {
+stack_allocator::pool_counters* stack_allocator::register_pool() {
   std::lock_guard lock(pools_mutex_);
-  pools_.push_back(free_slots);
+  pool_counters* head = pools_.load(std::memory_order_relaxed);
+  for (pool_counters* p = head; p; p = p->next) {
+    if (!p->in_use) {
+      p->in_use = true;
+      return p;
+    }
+  }
+  auto* p = new pool_counters;
+  p->in_use = true;
+  p->next = head;
+  pools_.store(p, std::memory_order_release);  // pairs with the readers' acquire loads
+  return p;
 }
 
-void stack_allocator::unregister_pool(const std::atomic<size_t>* free_slots) {
+void stack_allocator::unregister_pool(pool_counters* counters) {
   std::lock_guard lock(pools_mutex_);
-  std::erase(pools_, free_slots);
+  counters->in_use = false;
+}
+
+uint64_t stack_allocator::live_now(uint32_t class_index) const noexcept {
+  // A pool's acquired - released is negative where stacks migrated in; the sum is not, but for
+  // the moments between the loads, hence the clamp.
+  uint64_t sum = 0;
+  for (const pool_counters* p = pools_.load(std::memory_order_acquire); p; p = p->next)
+    sum += p->acquired[class_index].load(std::memory_order_relaxed) -
+           p->released[class_index].load(std::memory_order_relaxed);
+  return int64_t(sum) > 0 ? sum : 0;
+}
+
+uint64_t stack_allocator::sample_live(uint32_t class_index) noexcept {
+  const uint64_t live = live_now(class_index);
+  std::atomic<uint64_t>& peak = classes_[class_index].peak_now;
+  uint64_t seen = peak.load(std::memory_order_relaxed);
+  while (live > seen && !peak.compare_exchange_weak(seen, live, std::memory_order_relaxed)) {
+  }
+  return live;
+}
+
+int64_t stack_allocator::excess(uint32_t class_index) const noexcept {
+  const class_arena& a = classes_[class_index];
+  const uint64_t peak = std::max(a.peak_now.load(std::memory_order_relaxed), a.peak_before.load(std::memory_order_relaxed));
+  return int64_t(a.carved.load(std::memory_order_relaxed) - a.surplus.load(std::memory_order_relaxed) - peak);
+}
+
+void stack_allocator::roll_window(uint64_t now_ms, uint64_t window_ms) {
+  if (now_ms < window_start_ms_.load(std::memory_order_relaxed) + window_ms) return;
+  std::lock_guard lock(pools_mutex_);
+  const uint64_t start = window_start_ms_.load(std::memory_order_relaxed);
+  if (now_ms < start + window_ms) return;
+  // Two windows without a roll: no pool released during the last one (a release tries to
+  // roll), so the live count only grew in it and its peak is the live count now; and every
+  // surplus slot lay there for that whole window.
+  const bool skipped = now_ms >= start + 2 * window_ms;
+  for (uint32_t c = 0; c < stack_class_count; ++c) {
+    class_arena& a = classes_[c];
+    const uint64_t live = live_now(c);
+    const uint64_t before = a.peak_now.exchange(live, std::memory_order_relaxed);
+    a.peak_before.store(skipped ? live : before, std::memory_order_relaxed);
+    std::lock_guard surplus_lock(a.surplus_mutex);
+    a.aging.move_onto(a.stale);
+    a.fresh.move_onto(skipped ? a.stale : a.aging);
+  }
+  window_start_ms_.store(now_ms, std::memory_order_relaxed);
+}
+
+uint64_t stack_allocator::traffic_total(uint32_t class_index) const noexcept {
+  uint64_t sum = 0;
+  for (const pool_counters* p = pools_.load(std::memory_order_acquire); p; p = p->next)
+    sum += p->acquired[class_index].load(std::memory_order_relaxed) + p->released[class_index].load(std::memory_order_relaxed);
+  return sum;
 }
 
 }  // namespace herd::rt

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <vector>
 
 namespace herd::rt {
 
@@ -43,7 +42,7 @@ struct stack_slot {
   char* lo = nullptr;             // lowest usable byte (just above the guard)
   char* hi = nullptr;             // one past the highest usable byte; page aligned; initial sp
   stack_slot* next = nullptr;     // free-list link, private to pools and the surplus lists
-  void* tsan_fiber = nullptr;     // owned by the context switcher; never touched here
+  void* tsan_fiber = nullptr;     // made by the context switcher; destroyed with the allocator
   uint32_t class_index = 0;
   bool clean = true;              // no resident pages: never used, or trimmed since last use
   size_t size() const noexcept { return size_t(hi - lo); }
@@ -72,7 +71,8 @@ bool trim_slot(stack_slot* slot) noexcept;
 
 // The process-wide owner of all stack memory; one per runtime. Thread-safe unless a member
 // says otherwise. Destroy it after every pool that uses it and after the last fiber stopped
-// running on its stacks (the destructor unmaps everything).
+// running on its stacks (the destructor unmaps everything, and under TSan destroys the slots'
+// TSan fibers).
 class stack_allocator {
  public:
   explicit stack_allocator(const stack_options& options = {});
@@ -93,10 +93,12 @@ class stack_allocator {
   // *taken says how many. Any thread.
   stack_slot* take_surplus(uint32_t class_index, size_t max, size_t* taken);
   // Hands a chain of slots of one class (linked through `next`, null-terminated) to the
-  // surplus lists. Any thread.
-  void put_surplus(stack_slot* chain);
-  // Gives back the pages of up to `budget` dirty surplus slots; returns how many. Any thread;
-  // makes syscalls, so never call it on a spawn path.
+  // surplus lists. `unused`: the caller knows they lay unused for a whole window already, so
+  // the next trim_surplus may take them. Any thread.
+  void put_surplus(stack_slot* chain, bool unused = false);
+  // Gives back the pages of up to `budget` dirty surplus slots that lay in the surplus, unused,
+  // for a whole window (see roll_window); returns how many. Any thread; makes syscalls, so
+  // never call it on a spawn path.
   size_t trim_surplus(size_t budget);
 
   // Whether addr lies in the guard of a carved slot, and which. ASYNC-SIGNAL-SAFE: lock-free
@@ -105,25 +107,65 @@ class stack_allocator {
 
   stack_allocator_stats stats() const noexcept;  // any thread; counters are relaxed snapshots
 
-  // Pools publish the length of their free lists here so stats() can tell in-use slots apart.
-  void register_pool(const std::atomic<size_t>* free_slots);
-  void unregister_pool(const std::atomic<size_t>* free_slots);
+  // A pool's counters, written only by that pool (relaxed load + store, no read-modify-write)
+  // and read by the allocator. The allocator owns them and never frees them before its
+  // destructor, so they are read without a lock; a new pool may take over a retired pool's
+  // counters, since only the sums over all pools matter.
+  struct alignas(64) pool_counters {
+    std::array<std::atomic<uint64_t>, stack_class_count> acquired{};
+    std::array<std::atomic<uint64_t>, stack_class_count> released{};
+    std::atomic<size_t> free_slots{0};  // stacks on the pool's free lists, for stats()
+    pool_counters* next = nullptr;      // immutable once published
+    bool in_use = false;                // guarded by pools_mutex_
+  };
+  pool_counters* register_pool();
+  void unregister_pool(pool_counters* counters);  // after the pool published free_slots = 0
   void count_trimmed(size_t n) noexcept { trimmed_.fetch_add(n, std::memory_order_relaxed); }
+
+  // The stacks of a class in use across the runtime (acquired minus released, summed over
+  // every pool); raises the class's peak for this window. Any thread; lock-free, N relaxed
+  // loads for N pools, and a compare-exchange only when the peak rises.
+  uint64_t sample_live(uint32_t class_index) noexcept;
+  // Carved stacks of the class outside the surplus lists (in use or on a pool's free list),
+  // minus the peak in use over this window and the last: how many the pools hold beyond what
+  // the recent peak needs. Negative when the surplus could still give some. Any thread.
+  int64_t excess(uint32_t class_index) const noexcept;
+  // Starts a new window if `window_ms` passed since the last: the peaks move on, and dirty
+  // surplus slots age by one window. Cheap when it is not time. `now_ms`: the calling pool's
+  // clock. Any thread.
+  void roll_window(uint64_t now_ms, uint64_t window_ms);
+  // The acquires plus releases of a class summed over every pool. Any thread; relaxed loads.
+  uint64_t traffic_total(uint32_t class_index) const noexcept;
 
  private:
   struct chunk;
+  // A LIFO of slots through `next`; the tail lets a whole list be stacked onto another.
+  struct slot_list {
+    stack_slot* head = nullptr;
+    stack_slot* tail = nullptr;
+    size_t count = 0;
+    void push(stack_slot* first, stack_slot* last, size_t n) noexcept;  // a chain, on top
+    stack_slot* pop() noexcept;
+    void move_onto(slot_list& below) noexcept;  // this one's slots on top of below's; empties this
+  };
   struct class_arena {
     std::mutex carve_mutex;  // guards current/next_slot and the carving of this class
     chunk* current = nullptr;
     uint32_t next_slot = 0;
 
-    std::mutex surplus_mutex;  // guards the two lists below
-    stack_slot* dirty = nullptr;  // LIFO: the most recently used on top
-    stack_slot* clean = nullptr;
-    size_t dirty_count = 0;
-    size_t clean_count = 0;
+    std::mutex surplus_mutex;  // guards the lists below
+    // Dirty slots by age, each LIFO with the most recently used on top: put since the last
+    // roll, put during the window before, and in the surplus since before that (trimmable).
+    slot_list fresh, aging, stale;
+    slot_list clean;
+
+    // Read by excess() on the pools' release paths; written only on slow paths.
+    alignas(64) std::atomic<uint64_t> carved{0};
+    std::atomic<uint64_t> surplus{0};  // as surplus_, for this class
+    std::atomic<uint64_t> peak_now{0}, peak_before{0};  // of sample_live(), per window
   };
 
+  uint64_t live_now(uint32_t class_index) const noexcept;
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
   bool install_chunk_guards(chunk& c, std::string* error);
   std::string map_failure(const std::string& what, int err) const;
@@ -147,8 +189,9 @@ class stack_allocator {
   std::atomic<uint64_t> trimmed_{0};
   std::atomic<uint64_t> bytes_reserved_{0};
 
-  mutable std::mutex pools_mutex_;
-  std::vector<const std::atomic<size_t>*> pools_;
+  std::mutex pools_mutex_;  // registration, and the rolling of the windows
+  std::atomic<pool_counters*> pools_{nullptr};  // push-front, never shrinks
+  alignas(64) std::atomic<uint64_t> window_start_ms_{0};  // read on every release
 };
 
 }  // namespace herd::rt

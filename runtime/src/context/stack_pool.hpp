@@ -12,8 +12,8 @@
 namespace herd::rt {
 
 struct stack_pool_options {
-  size_t min_bound = 1024;     // a class's free list keeps at least this many stacks
-  uint64_t window_ms = 10'000; // the live peak that also bounds the list is kept this long
+  size_t min_bound = 1024;     // a class's free list may always keep this many stacks
+  uint64_t window_ms = 10'000; // peaks, other pools' traffic and trimming go by windows this long
   size_t surplus_batch = 32;   // slots moved to or from the allocator's surplus at once
   size_t trim_budget = 4096;   // at most this many madvise calls per maintain()
 };
@@ -45,7 +45,7 @@ class stack_pool {
   stack_slot* acquire(uint32_t class_index, std::string* error);
 
   // Takes a stack back. `now_ms` is the caller's clock (any monotonic millisecond count; this
-  // class reads no clock); it only rolls the 10 s peak windows.
+  // class reads no clock); it only rolls the 10 s windows. Steady state: no syscall, no lock.
   void release(stack_slot* slot, uint64_t now_ms);
 
   // Returns stacks beyond the bound to the allocator and gives back the pages of stacks nobody
@@ -58,6 +58,10 @@ class stack_pool {
   stack_allocator& allocator() const noexcept { return allocator_; }
 
  private:
+  // Acquires between two samples of the runtime-wide in-use count: a sample costs a load per
+  // pool, and the peak is missed by at most this many per pool.
+  static constexpr uint32_t sample_period = 64;
+
   // A class's free stacks, a ring used as a stack: acquire and release at the top (LIFO),
   // eviction and trimming at the bottom, where the coldest stacks are.
   struct free_list {
@@ -65,8 +69,12 @@ class stack_pool {
     size_t capacity = 0;  // a power of two, or 0
     size_t bottom = 0;    // ring index of the coldest entry
     size_t count = 0;
-    int64_t in_use = 0;   // acquired minus released here; negative when actors migrated in
-    int64_t peak_now = 0, peak_before = 0;  // the most in use, this window and the last
+    // Other pools' acquires + releases of the class when the window began (the first window
+    // counts from the allocator's start); whether they made more than min_bound since then,
+    // and in the previous window.
+    uint64_t others_base = 0;
+    bool shared = false, shared_before = false;
+    uint32_t until_sample = sample_period;
     size_t low_now = 0, low_before = 0;     // the fewest free: the bottom `low` went unused
     size_t clean_below = 0;                 // the bottom entries known to be clean
     stack_slot*& at(size_t i) { return ring[(bottom + i) & (capacity - 1)]; }
@@ -75,20 +83,23 @@ class stack_pool {
   void push(free_list& list, stack_slot* slot);
   void grow(free_list& list);
   void resize(free_list& list, size_t capacity);  // capacity: a power of two >= count
-  size_t bound(const free_list& list) const noexcept;
+  // Evicts what lies beyond the bound, and `room` more stacks so that the next releases do not
+  // lock again. Only when the list holds more than min_bound.
+  void enforce_bound(uint32_t class_index, bool room);
   void evict(free_list& list, size_t n);  // the n coldest go to the allocator's surplus
+  uint64_t others_traffic(uint32_t class_index) const noexcept;
   void roll_windows(uint64_t now_ms);
-  void publish_free() noexcept { free_slots_.store(free_total_, std::memory_order_relaxed); }
+  void publish_free() noexcept { counters_->free_slots.store(free_total_, std::memory_order_relaxed); }
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // single writer
   }
 
   stack_allocator& allocator_;
+  stack_allocator::pool_counters* counters_;  // this pool's, written only here
   stack_pool_options options_;
   std::array<free_list, stack_class_count> lists_;
   uint64_t window_start_ms_ = 0;
-  size_t free_total_ = 0;
-  std::atomic<size_t> free_slots_{0};  // free_total_, published for stack_allocator::stats()
+  size_t free_total_ = 0;  // published in counters_->free_slots for stack_allocator::stats()
   std::atomic<uint64_t> acquired_{0}, released_{0}, carved_{0}, from_surplus_{0}, to_surplus_{0},
       trimmed_{0};
 };

@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -233,7 +235,7 @@ TEST_CASE("a steady-state acquire/write/release loop carves nothing and takes no
   if (!asan && !tsan) CHECK(ns < 1000);  // a syscall per iteration would cost more than this
 }
 
-TEST_CASE("a pool keeps max(min_bound, recent peak) free stacks and hands the rest to the surplus", "[stack]") {
+TEST_CASE("a lone pool keeps max(min_bound, recent peak) free stacks and hands the rest to the surplus", "[stack]") {
   stack_allocator allocator(test_options());
   stack_pool_options po;
   po.min_bound = 8;
@@ -526,6 +528,95 @@ TEST_CASE("two workers exchanging stacks through the surplus lose none", "[stack
   const stack_allocator_stats st = allocator.stats();
   CHECK(st.slots_in_use == 0);
   CHECK(st.slots_surplus == st.slots_carved);
+}
+
+// Actors spawned on one worker die on either, and the spawner moves between workers. Pools that
+// counted their own acquires minus releases drifted apart; the one that had spawned kept every
+// stack that died on it while the other carved anew: 500, 750, 1250, 1750 stacks carved after
+// 1, 2, 10, 40 waves, growing with every streak.
+TEST_CASE("stacks acquired on one pool and released on another, in waves, are reused, not carved anew", "[stack]") {
+  enum pattern { moving_spawner, one_spawner };
+  const pattern p = GENERATE(moving_spawner, one_spawner);
+  CAPTURE(p == moving_spawner ? "spawner moves, exits split" : "spawner A, exits on B");
+  stack_allocator allocator(test_options());
+  stack_pool_options po;
+  po.min_bound = 16;
+  po.surplus_batch = 8;
+  constexpr size_t wave = 500;
+  constexpr uint64_t waves = 40;
+  std::vector<stack_slot*> live(wave);
+  std::vector<uint64_t> carved_after(waves);
+  std::barrier sync(2);
+  auto worker = [&](int id) {  // no Catch2 assertions here: they are not thread-safe
+    stack_pool pool(allocator, po);
+    for (uint64_t w = 0; w < waves; ++w) {
+      const uint64_t now = w * 100;  // all in one 10 s window, as a burst of waves would be
+      // Streaks of 1, 2, 3, ... waves on worker 0, 1, 0, ...: the pools' own counts drifted
+      // further with every streak.
+      uint64_t streak = 0;
+      for (uint64_t end = 1; end <= w;) end += ++streak + 1;
+      const int spawner = p == moving_spawner ? int(streak % 2) : 0;
+      if (id == spawner) {
+        for (stack_slot*& s : live) {
+          s = pool.acquire(0, nullptr);
+          if (!s) std::abort();  // else the other thread would wait at the barrier forever
+          s->hi[-1] = 1;
+        }
+      }
+      sync.arrive_and_wait();
+      // Exits: the first half on worker 0 and the second on worker 1, or all on worker 1.
+      const size_t from = p == one_spawner ? 0 : id * wave / 2;
+      const size_t to = p == one_spawner ? (id == 1 ? wave : 0) : from + wave / 2;
+      for (size_t i = from; i < to; ++i) pool.release(live[i], now);
+      sync.arrive_and_wait();
+      pool.maintain(now);  // as a worker does before parking, once the wave is over
+      sync.arrive_and_wait();
+      if (id == 0) carved_after[w] = allocator.stats().slots_carved;
+      sync.arrive_and_wait();
+    }
+  };
+  std::thread t0(worker, 0), t1(worker, 1);
+  t0.join();
+  t1.join();
+  INFO("carved after 1, 2, 10, 40 waves: " << carved_after[0] << ", " << carved_after[1] << ", " << carved_after[9]
+                                           << ", " << carved_after[waves - 1]);
+  // Each pool may keep min_bound, plus a batch of room; everything else is reused.
+  CHECK(carved_after[waves - 1] <= wave + 2 * (po.min_bound + po.surplus_batch));
+  CHECK(carved_after[waves - 1] == carved_after[9]);  // and it stopped growing
+  const stack_allocator_stats st = allocator.stats();
+  CHECK(st.slots_in_use == 0);
+  CHECK(st.slots_surplus == st.slots_carved);
+}
+
+TEST_CASE("surplus stacks keep their pages until they lay there unused for a whole window", "[stack]") {
+  stack_allocator allocator(test_options());
+  auto dirty_chain = [&](int n) {
+    stack_slot* chain = nullptr;
+    for (int i = 0; i < n; ++i) {
+      stack_slot* s = allocator.carve(0, nullptr);
+      s->hi[-1] = 1;
+      s->clean = false;
+      s->next = chain;
+      chain = s;
+    }
+    return chain;
+  };
+  allocator.put_surplus(dirty_chain(10));
+  CHECK(allocator.trim_surplus(100) == 0);  // just handed over: maybe on its way to another pool
+  allocator.roll_window(10'000, 10'000);
+  CHECK(allocator.trim_surplus(100) == 0);  // put during the window that just ended
+  allocator.roll_window(20'000, 10'000);
+  CHECK(allocator.trim_surplus(100) == 10);  // a whole window in the surplus
+  // A pool that knows its stacks lay unused for a window already says so.
+  allocator.put_surplus(dirty_chain(5), true);
+  CHECK(allocator.trim_surplus(100) == 5);
+  CHECK(allocator.stats().slots_trimmed == 15);
+  // Reuse takes the most recently used first: fresh dirty slots before trimmed ones.
+  stack_slot* warm = dirty_chain(1);
+  allocator.put_surplus(warm);
+  size_t taken = 0;
+  CHECK(allocator.take_surplus(0, 1, &taken) == warm);
+  CHECK(allocator.stats().slots_surplus == 15);
 }
 
 TEST_CASE("run_subprocess captures output and exit status and kills a child that overstays", "[subprocess]") {
