@@ -73,7 +73,13 @@ runtime_impl::runtime_impl(const runtime_options& o)
       foreign_stacks(stacks),
       idle_state(n_workers),
       reclaim(n_workers),
-      blocking(opts.blocking_threads) {}
+      blocking(opts.blocking_threads) {
+  stacks.set_background(
+      [](void* pool, void (*job)(void*), void* arg) {
+        static_cast<blocking_pool*>(pool)->submit_task(job, arg);
+      },
+      &blocking);
+}
 
 void runtime_impl::notify_parked() noexcept {
   int w = idle_state.worker_to_notify();

@@ -193,11 +193,4 @@ void suspend(fiber* f, suspend_reason why) noexcept {
   arrived(f, t);
 }
 
-void forget_stack(stack_slot* s) noexcept {
-#if defined(__SANITIZE_THREAD__)
-  if (s->tsan_fiber) __tsan_destroy_fiber(s->tsan_fiber);
-#endif
-  s->tsan_fiber = nullptr;
-}
-
 }  // namespace herd::rt

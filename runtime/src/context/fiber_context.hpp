@@ -56,7 +56,4 @@ void suspend(fiber* f, suspend_reason why) noexcept;
 // Fiber side, as seen by the worker that is running it now.
 inline switch_side* side_of(fiber* f) noexcept { return static_cast<switch_side*>(f->side); }
 
-// Releases sanitizer state kept per stack (TSan fibers) when a stack is unmapped.
-void forget_stack(stack_slot* s) noexcept;
-
 }  // namespace herd::rt

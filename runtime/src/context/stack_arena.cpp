@@ -47,6 +47,9 @@
 #include "overflow_handler.hpp"
 
 #include <sys/mman.h>
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -276,11 +279,18 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
   class_arena& arena = classes_[class_index];
   std::lock_guard lock(arena.carve_mutex);
   if (!arena.current || arena.next_slot == arena.current->slot_count) {
-    chunk* fresh = reserve_chunk(class_index, error);
+    chunk* fresh = std::exchange(arena.prepared, nullptr);
+    if (!fresh) fresh = reserve_chunk(class_index, error);
     if (!fresh) return nullptr;
     arena.current = fresh;
     arena.next_slot = 0;
   }
+  // Past the first chunk a class is growing: prepare the next chunk as soon as
+  // this one starts; for the first, only once it is half used (a small
+  // program never pays for a second chunk).
+  if (arena.next_slot == arena.current->slot_count / 2 ||
+      (arena.next_slot == 0 && arena.carved.load(std::memory_order_relaxed) > 0))
+    prepare_next(class_index);
   chunk& c = *arena.current;
   stack_slot* slot = &c.slots[arena.next_slot];
   if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
@@ -296,6 +306,52 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
   arena.carved.store(arena.carved.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   carved_.fetch_add(1, std::memory_order_relaxed);
   return slot;
+}
+
+namespace {
+struct prepare_job {
+  stack_allocator* self;
+  uint32_t class_index;
+};
+}  // namespace
+
+void stack_allocator::prepare_next(uint32_t class_index) {
+  class_arena& arena = classes_[class_index];
+  if (!background_ || arena.prepared || arena.preparing) return;
+  auto* job = new (std::nothrow) prepare_job{this, class_index};
+  if (!job) return;
+  arena.preparing = true;
+  background_(background_ctx_, [](void* a) {
+    auto* j = static_cast<prepare_job*>(a);
+    stack_allocator& me = *j->self;
+    class_arena& ar = me.classes_[j->class_index];
+    chunk* c = me.reserve_chunk(j->class_index, nullptr);  // on failure, carve retries inline
+    {
+      std::lock_guard lock(ar.carve_mutex);
+      ar.prepared = c;
+      ar.preparing = false;
+    }
+    if (c) me.prefault_tops(*c);
+    delete j;
+  }, job);
+}
+
+void stack_allocator::prefault_tops(chunk& c) noexcept {
+  // The page a fiber's first frames live in. From the chunk's end backwards,
+  // in small batches, while carving takes slots from its start: the two meet
+  // in the middle, each core taking the faults of half the chunk (first
+  // touches cost microseconds in a VM). Best effort: a failure only leaves
+  // the faults to the fibers.
+  if (pidfd_ < 0) return;
+  constexpr uint32_t batch = 64;
+  iovec iov[batch];
+  for (uint32_t end = c.slot_count; end > 0;) {
+    const uint32_t first = end > batch ? end - batch : 0;
+    if (c.carved.load(std::memory_order_acquire) >= end) return;  // carving got here first
+    for (uint32_t i = first; i < end; ++i) iov[i - first] = {c.slots[i].hi - page_size_, page_size_};
+    syscall(SYS_process_madvise, pidfd_, iov, size_t(end - first), MADV_POPULATE_WRITE, 0);
+    end = first;
+  }
 }
 
 void stack_allocator::slot_list::push(stack_slot* first, stack_slot* last, size_t n) noexcept {

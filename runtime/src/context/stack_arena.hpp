@@ -89,6 +89,16 @@ class stack_allocator {
   // growth path (it may mmap), pools call it only when their lists and the surplus are empty.
   stack_slot* carve(uint32_t class_index, std::string* error);
 
+  // Where to run background work (the runtime's blocking pool). When set, a
+  // class whose current chunk is half carved gets its next chunk reserved,
+  // guarded and its slots' top pages pre-faulted off the spawn path, on
+  // another core: a spawn storm then neither waits for guard installation
+  // nor takes the first-touch fault of each new stack. Set before use.
+  void set_background(void (*run)(void* ctx, void (*job)(void*), void* arg), void* ctx) noexcept {
+    background_ = run;
+    background_ctx_ = ctx;
+  }
+
   // Up to `max` surplus slots of a class as a chain through `next`, hottest first;
   // *taken says how many. Any thread.
   stack_slot* take_surplus(uint32_t class_index, size_t max, size_t* taken);
@@ -149,9 +159,11 @@ class stack_allocator {
     void move_onto(slot_list& below) noexcept;  // this one's slots on top of below's; empties this
   };
   struct class_arena {
-    std::mutex carve_mutex;  // guards current/next_slot and the carving of this class
+    std::mutex carve_mutex;  // guards current/next_slot/prepared/preparing
     chunk* current = nullptr;
     uint32_t next_slot = 0;
+    chunk* prepared = nullptr;  // reserved, guarded and pre-faulted in the background
+    bool preparing = false;
 
     std::mutex surplus_mutex;  // guards the lists below
     // Dirty slots by age, each LIFO with the most recently used on top: put since the last
@@ -167,9 +179,13 @@ class stack_allocator {
 
   uint64_t live_now(uint32_t class_index) const noexcept;
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
+  void prepare_next(uint32_t class_index);  // caller holds that class's carve_mutex
+  void prefault_tops(chunk& c) noexcept;
   bool install_chunk_guards(chunk& c, std::string* error);
   std::string map_failure(const std::string& what, int err) const;
 
+  void (*background_)(void*, void (*)(void*), void*) = nullptr;
+  void* background_ctx_ = nullptr;
   stack_options options_;
   uint32_t default_class_ = 0;
   size_t page_size_ = 4096;

@@ -14,13 +14,28 @@ blocking_pool::~blocking_pool() {
   for (auto& t : threads_) t.join();
 }
 
+void blocking_pool::start_thread_locked() {
+  ++live_;
+  threads_.emplace_back([this] { thread_main(); });
+}
+
 void blocking_pool::submit(blocking_job* job) {
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> g(m_);
   q_.push_back(job);
   if (idle_ == 0 && live_ < max_) {
-    ++live_;
-    threads_.emplace_back([this] { thread_main(); });
+    start_thread_locked();
+    return;
+  }
+  g.unlock();
+  cv_.notify_one();
+}
+
+void blocking_pool::submit_task(void (*fn)(void*), void* arg) {
+  std::unique_lock<std::mutex> g(m_);
+  tasks_.push_back({fn, arg});
+  if (idle_ == 0 && live_ < max_) {
+    start_thread_locked();
     return;
   }
   g.unlock();
@@ -32,8 +47,16 @@ void blocking_pool::thread_main() {
   std::unique_lock<std::mutex> g(m_);
   for (;;) {
     ++idle_;
-    cv_.wait(g, [&] { return stop_ || !q_.empty(); });
+    cv_.wait(g, [&] { return stop_ || !q_.empty() || !tasks_.empty(); });
     --idle_;
+    if (!tasks_.empty()) {
+      task t = tasks_.front();
+      tasks_.pop_front();
+      g.unlock();
+      t.fn(t.arg);
+      g.lock();
+      continue;
+    }
     if (stop_ && q_.empty()) break;
     blocking_job* job = q_.front();
     q_.pop_front();

@@ -20,6 +20,8 @@ class blocking_pool {
 
   // Any thread.
   void submit(blocking_job* job);
+  // Any thread: runtime housekeeping (no fiber waits for it).
+  void submit_task(void (*fn)(void*), void* arg);
   // Jobs submitted and not yet finished (the deterministic clock waits for them).
   uint64_t in_flight() const noexcept { return in_flight_.load(std::memory_order_acquire); }
 
@@ -33,6 +35,12 @@ class blocking_pool {
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<blocking_job*> q_;
+  struct task {
+    void (*fn)(void*);
+    void* arg;
+  };
+  std::deque<task> tasks_;
+  void start_thread_locked();
   std::vector<std::thread> threads_;
   unsigned idle_ = 0;
   unsigned live_ = 0;
