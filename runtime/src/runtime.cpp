@@ -1,10 +1,11 @@
 // Wiring: builds the shared parts, starts and stops the worker threads.
 // Stop order: (1) `stopping` is set and every worker unparked; a worker leaves
 // its loop only when it finds no runnable fiber, so fibers already runnable
-// finish their slice; (2) the threads are joined; (3) callback timers are
-// dropped, so their arguments (messages) are freed; (4) everything retired is
-// freed — no worker can hold a pointer any more; (5) the blocking pool and the
-// stack arenas go with the impl.
+// finish their slice; (2) the threads are joined; (3) the blocking pool is
+// joined — a pool thread may still be waking a fiber whose job it finished;
+// (4) callback timers are dropped, so their arguments (messages) are freed;
+// (5) everything retired is freed — no thread can hold a pointer any more;
+// (6) the stack arenas go with the impl.
 #include <herd/runtime/runtime.hpp>
 
 #include "context/overflow_handler.hpp"
@@ -135,6 +136,7 @@ void runtime::stop() {
   for (auto& w : r.workers) w->park_token.unpark(r.io);
   for (auto& t : r.threads) t.join();
   r.threads.clear();
+  r.blocking.shutdown();
   for (auto& w : r.workers) w->timers.clear();
   r.reclaim.reclaim_all();
   set_overflow_describer(nullptr);

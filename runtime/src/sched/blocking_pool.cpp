@@ -5,13 +5,14 @@
 
 namespace herd::rt {
 
-blocking_pool::~blocking_pool() {
+void blocking_pool::shutdown() {
   {
     std::lock_guard<std::mutex> g(m_);
     stop_ = true;
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void blocking_pool::start_thread_locked() {
@@ -57,7 +58,7 @@ void blocking_pool::thread_main() {
       g.lock();
       continue;
     }
-    if (stop_ && q_.empty()) break;
+    if (stop_ && q_.empty() && tasks_.empty()) break;
     blocking_job* job = q_.front();
     q_.pop_front();
     g.unlock();

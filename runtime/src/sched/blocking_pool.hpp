@@ -16,7 +16,9 @@ namespace herd::rt {
 class blocking_pool {
  public:
   explicit blocking_pool(unsigned max_threads) : max_(max_threads ? max_threads : 1) {}
-  ~blocking_pool();  // joins every thread (jobs must be finished)
+  ~blocking_pool() { shutdown(); }
+  // Runs what is queued, then joins every thread. Idempotent.
+  void shutdown();
 
   // Any thread.
   void submit(blocking_job* job);
