@@ -5,12 +5,15 @@
 // wakes one parked worker (work tends to come in bunches), so wake-ups spread
 // one at a time instead of as a thundering herd.
 //
-// Lost wake-up argument: a producer publishes work (queue push), then reads
-// state_ with a seq_cst RMW in should_notify(). A worker going to park
-// decrements state_ with a seq_cst RMW, then — if it was the last searcher —
-// re-checks every queue (worker::notify_if_work_pending). Both RMWs hit the same
-// word, so either the producer sees the parked count and wakes someone, or the
-// parking worker sees the work.
+// Lost wake-up argument: a foreign producer publishes work (an injection
+// queue push), then reads state_ with a seq_cst RMW in should_notify(). A
+// worker going to park decrements state_ with a seq_cst RMW, then — if it was
+// the last searcher — re-checks every queue (worker::work_pending_anywhere).
+// Both RMWs hit the same word, so either the producer sees the parked count
+// and wakes someone, or the parking worker sees the work. A worker pushing onto
+// its own ring only takes a relaxed look (should_notify_hint): it will run
+// that fiber itself if nobody else does, so a miss costs parallelism for a
+// moment, never a wake-up.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -29,6 +32,16 @@ class idle {
   bool should_notify() noexcept {
     // seq_cst RMW read: see the lost wake-up argument above.
     uint32_t s = state_.fetch_add(0, std::memory_order_seq_cst);
+    return searching(s) == 0 && unparked(s) < workers_;
+  }
+
+  // A worker that pushed onto its own ring. A relaxed look is enough here: if
+  // it misses a worker that is just parking, the fiber is not lost — this
+  // worker runs its own ring — only the parallelism waits for the next
+  // push; and a read-modify-write on this shared word per push costs a
+  // cache-line transfer between busy workers.
+  bool should_notify_hint() const noexcept {
+    uint32_t s = state_.load(std::memory_order_relaxed);
     return searching(s) == 0 && unparked(s) < workers_;
   }
 

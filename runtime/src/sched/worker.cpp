@@ -52,6 +52,32 @@ namespace {
 
 __attribute__((tls_model("initial-exec"))) thread_local worker* tl_worker = nullptr;
 
+// A fiber put in run next usually runs within a few hundred nanoseconds; when
+// many fibers take turns (a ring, a thousand pairs) its saved stack frames
+// and control block are cold by then. Prefetching them now lets the misses
+// overlap with what the waker still does instead of coming one by one as the
+// resumed fiber returns through its frames.
+inline void prefetch_fiber(const fiber* f) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  (void)f;  // reading a queued fiber's ctx races with a thief that runs it: only a hint
+#else
+  if (const char* sp = static_cast<const char*>(f->ctx))
+    for (int i = 0; i < 768; i += 64) __builtin_prefetch(sp + i);
+  const char* cb = reinterpret_cast<const char*>(f);
+  __builtin_prefetch(cb + 64);
+  __builtin_prefetch(cb + 128);
+  __builtin_prefetch(cb + 192);
+#endif
+}
+
+// After taking a fiber from the ring, warm up the one behind it.
+inline fiber* pop_ring(local_queue<fiber, 256>& ring) noexcept {
+  fiber* f = ring.pop();
+  if (f)
+    if (fiber* after = ring.peek()) prefetch_fiber(after);
+  return f;
+}
+
 void wake_from_timer(void* ctx, fiber* f) {
   if (state::transition_to_notified(f) == state::wake_result::enqueue)
     static_cast<worker*>(ctx)->schedule(f, false);
@@ -119,7 +145,7 @@ fiber* worker::next_local() {
     }
   }
   run_next_streak_ = 0;
-  if (fiber* f = ring.pop()) return f;
+  if (fiber* f = pop_ring(ring)) return f;
   if (run_next.load(std::memory_order_relaxed)) {
     if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
       run_next_streak_ = 1;
@@ -274,7 +300,7 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
   if (!next) {
     // The ring gets its turn; if it is empty, run next goes on.
     w->run_next_streak_ = 0;
-    next = w->ring.pop();
+    next = pop_ring(w->ring);
     if (!next && w->run_next.load(std::memory_order_relaxed)) {
       next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
       if (next) w->run_next_streak_ = 1;
@@ -316,6 +342,7 @@ fiber* worker::from_inject(fiber* f) {
 }
 
 void worker::schedule_next(fiber* f) {
+  prefetch_fiber(f);
   fiber* prev = run_next.exchange(f, std::memory_order_acq_rel);
   if (prev) schedule_local(prev);
 }
@@ -325,7 +352,7 @@ void worker::schedule_local(fiber* f) {
     if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { rt.inject.push_bulk(items, n); }))
       break;
   }
-  if (rt.n_workers > 1 && rt.idle_state.should_notify()) rt.notify_parked();
+  if (rt.n_workers > 1 && rt.idle_state.should_notify_hint()) rt.notify_parked();
 }
 
 void worker::schedule(fiber* f, bool from_fiber) {
