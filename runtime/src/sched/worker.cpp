@@ -343,6 +343,14 @@ fiber* worker::from_inject(fiber* f) {
 
 void worker::schedule_next(fiber* f) {
   prefetch_fiber(f);
+  // Only the owner puts into run next; thieves only take out. So an empty
+  // slot stays empty until this store, which needs no read-modify-write
+  // (release: a thief's acquiring exchange then sees f's saved context). An
+  // occupied slot must be swapped, as a thief may be taking its occupant.
+  if (!run_next.load(std::memory_order_relaxed)) {
+    run_next.store(f, std::memory_order_release);
+    return;
+  }
   fiber* prev = run_next.exchange(f, std::memory_order_acq_rel);
   if (prev) schedule_local(prev);
 }
