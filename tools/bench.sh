@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh --peers
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHERD_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target actorbench
 # herd's stacks need no extra mappings where the kernel has MADV_GUARD_INSTALL
 # (Linux >= 6.13); older kernels need two per stack for 1M processes.
