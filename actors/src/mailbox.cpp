@@ -2,24 +2,18 @@
 
 namespace herd::detail {
 
-message* mailbox::append_reversed(message* newest) noexcept {
+message* mailbox::reverse(message* newest) noexcept {
   message* oldest = nullptr;
-  message* last = newest;  // becomes the tail after the reversal
   while (newest) {
     message* n = next_of(newest);
     newest->next.store(oldest, std::memory_order_relaxed);
     oldest = newest;
     newest = n;
   }
-  if (!oldest) return nullptr;
-  if (save_tail) save_tail->next.store(oldest, std::memory_order_relaxed);
-  else save_head = oldest;
-  save_tail = last;
   return oldest;
 }
 
-void mailbox::clear() noexcept {
-  drain();
+void mailbox::clear_saved() noexcept {
   uint64_t n = 0;
   for (message* m = save_head; m;) {
     message* next = next_of(m);

@@ -42,17 +42,21 @@ class mailbox {
     enqueued.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Owner. Moves every pushed message to the save queue's tail, oldest first;
-  // returns the first one moved (nullptr if none).
-  message* drain() noexcept {
+  // Owner. Takes every pushed message, oldest first, as a list linked through
+  // next (nullptr if none). The caller files each one (append) or consumes it.
+  message* take_all() noexcept {
     if (!in_.load(std::memory_order_relaxed)) return nullptr;
     message* newest = in_.exchange(nullptr, std::memory_order_seq_cst);
-    if (newest->next.load(std::memory_order_relaxed)) return append_reversed(newest);
-    // One message: the common case of request/reply.
-    if (save_tail) save_tail->next.store(newest, std::memory_order_relaxed);
-    else save_head = newest;
-    save_tail = newest;
-    return newest;
+    if (!newest->next.load(std::memory_order_relaxed)) return newest;  // one: request/reply
+    return reverse(newest);
+  }
+
+  // Owner: files m at the save queue's tail.
+  void append(message* m) noexcept {
+    m->next.store(nullptr, std::memory_order_relaxed);
+    if (save_tail) save_tail->next.store(m, std::memory_order_relaxed);
+    else save_head = m;
+    save_tail = m;
   }
 
   // Owner.
@@ -76,11 +80,12 @@ class mailbox {
     dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
-  // Owner (or after the last grace period): frees every message.
-  void clear() noexcept;
+  // Owner (or after the last grace period): frees every message in the save
+  // queue; what is still pushed is the caller's (take_all) — see signals.hpp.
+  void clear_saved() noexcept;
 
  private:
-  message* append_reversed(message* newest) noexcept;
+  static message* reverse(message* newest) noexcept;
 };
 
 inline message* next_of(const message* m) noexcept {

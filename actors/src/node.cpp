@@ -1,8 +1,10 @@
 // The node: runtime + process table + root process. Shutdown, in order:
 //  1. the root exits (its reason is what run() returns);
-//  2. every process still published gets an exit signal (`shutdown`) — and
-//     again every 10 ms, so one spawned meanwhile (a destructor that starts a
-//     process, a supervisor restarting a child) is shut down too;
+//  2. every process still published gets an exit signal (`shutdown`; one
+//     that traps exits gets it as a message) — checked every 10 ms, so one
+//     spawned meanwhile (a destructor that starts a process, a supervisor
+//     restarting a child) gets it too; half-way to shutdown_timeout, every
+//     process left gets `kill`;
 //  3. the node waits until every process has finished (woken early by the
 //     last exit); a process still alive after shutdown_timeout cannot be
 //     unwound — it never reaches a blocking point — and dropping its stack
@@ -22,6 +24,8 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
+#include <vector>
+#include <algorithm>
 
 namespace herd::detail {
 
@@ -143,16 +147,30 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
   }
 
   st.draining.store(true, std::memory_order_relaxed);
-  auto signal_all = [&st] {
-    rt::foreign_read_guard g;
-    st.table.for_each([](detail::process* p) { herd::exit(p->id, exit_reason::shutdown()); });
+  // `shutdown` first (a process that traps exits gets it as a message and may
+  // clean up); half-way to the timeout, `kill`.
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + impl_->opts.shutdown_timeout;
+  auto kill_at = start + impl_->opts.shutdown_timeout / 2;
+  std::vector<pid> signalled;
+  auto signal_all = [&] {
+    exit_reason why = std::chrono::steady_clock::now() >= kill_at ? exit_reason::kill() : exit_reason::shutdown();
+    std::vector<pid> now;
+    {
+      rt::foreign_read_guard g;
+      st.table.for_each([&](detail::process* p) { now.push_back(p->id); });
+    }
+    for (pid p : now)
+      if (why.kind() == exit_kind::kill || !std::binary_search(signalled.begin(), signalled.end(), p))
+        herd::exit(p, why);
+    std::sort(now.begin(), now.end());
+    signalled = std::move(now);
   };
-  auto deadline = std::chrono::steady_clock::now() + impl_->opts.shutdown_timeout;
   {
     std::unique_lock<std::mutex> g(st.m);
     while (st.live() > 0) {
       g.unlock();
-      signal_all();  // a no-op for processes that already have an exit pending
+      signal_all();  // shutdown once to each new process; kill to all past half-time
       g.lock();
       if (st.live() == 0) break;
       if (std::chrono::steady_clock::now() >= deadline) {

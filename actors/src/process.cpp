@@ -24,6 +24,7 @@
 
 #include "node_state.hpp"
 #include "registry_impl.hpp"
+#include "signals.hpp"
 
 #include <cxxabi.h>
 
@@ -67,6 +68,13 @@ constexpr rt::fiber_ops process_ops{&process_run, &process_finished, &process_de
 rt::fiber_result process_run(rt::fiber* f) noexcept {
   process* p = process::from(f);
   for (;;) {
+    if (!p->current_body->inline_storage) {
+      // Woken from hibernation: signals alone (a link, a monitor) do not wake
+      // the continuation, as in BEAM; a message or a fatal exit does.
+      drain_mailbox(p);
+      if (!p->mbox.save_head && !p->pending_exit.load(std::memory_order_acquire))
+        return rt::fiber_result::hibernate;
+    }
     body* b = p->current_body;
     p->current_body = nullptr;
     body* next = nullptr;
@@ -107,7 +115,7 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
 
 void free_process(void* o) {
   auto* p = static_cast<process*>(o);
-  p->mbox.clear();  // what senders pushed after the process ended
+  clear_late_signals(p);  // what senders pushed after the process ended
   delete p->final_reason;
   delete p->pending_exit.load(std::memory_order_relaxed);
   p->~process();
@@ -129,8 +137,7 @@ void process_finished(rt::fiber* f) noexcept {
   // for the grace period (a sender may still hold a pointer to it).
   n->table.release(p->id, rt::worker_index());
   release_name(p);
-  p->mbox.clear();
-  // Links and monitors are told here (failure-model issue).
+  announce_death(p, p->final_reason ? *p->final_reason : exit_reason::normal());
   n->note_exit(p);
   rt::retire(p, &free_process);
 }
@@ -176,7 +183,10 @@ bool act_on_pending_exit(process*) {
 }
 
 void check_exit_after_blocking() {
-  if (process* p = self_process()) exit_pending_at_blocking_point(p);
+  if (process* p = self_process()) {
+    drain_mailbox(p);
+    exit_pending_at_blocking_point(p);
+  }
 }
 
 process* allocate_process(std::size_t body_size) {
@@ -192,6 +202,7 @@ void set_body(process* p, body* b) noexcept { p->current_body = b; }
 
 void discard_process(process* p) noexcept {
   delete p->pending_exit.load(std::memory_order_relaxed);
+  delete p->rel;
   p->~process();
   alloc::deallocate(p);
 }
@@ -244,6 +255,10 @@ pid launch(process* p, const spawn_options& o) {
     return fail("herd: cannot spawn: the name '" + std::string(o.name) + "' is taken");
   }
   n->note_spawn();
+  if (p->on_launch) {
+    p->on_launch(p->on_launch_ctx, id);
+    p->on_launch = nullptr;
+  }
   rt::start(p);
   return id;
 }
@@ -271,26 +286,16 @@ pid self() noexcept {
 }
 
 void exit(pid target, exit_reason reason) {
-  detail::node_state* n = detail::current_node();
-  if (!n) return;
-  if (reason.is_normal() && target != self()) return;  // Erlang: ignored by a non-trapping process
-  rt::foreign_read_guard g;
-  detail::process* p = n->table.lookup(target);
-  if (!p) return;
-  auto* r = new exit_reason(std::move(reason));
-  herd::exit_reason* expected = nullptr;
-  if (!p->pending_exit.compare_exchange_strong(expected, r, std::memory_order_acq_rel)) {
-    delete r;
-    return;
-  }
-  rt::wake(p);
+  detail::send_signal(target, detail::kind_exit, detail::sig_exit{self(), std::move(reason), false});
 }
 
 void yield() {
   detail::process* p = detail::self_process();
   if (!p) return;
+  detail::drain_mailbox(p);
   if (detail::exit_pending_at_blocking_point(p)) return;
   rt::yield();
+  detail::drain_mailbox(p);
   detail::exit_pending_at_blocking_point(p);
 }
 
@@ -299,6 +304,7 @@ void sleep(std::chrono::milliseconds d) {
   if (!p) return;
   uint64_t deadline = rt::deadline_after(d);
   for (;;) {
+    detail::drain_mailbox(p);
     if (detail::exit_pending_at_blocking_point(p)) return;
     if (rt::now_ms() >= deadline) return;
     rt::park_until(p, deadline);

@@ -27,6 +27,7 @@
 namespace herd::detail {
 
 struct interned_name;
+struct relations;
 
 // Layout: the fiber's first cache line holds what every switch touches; the
 // process's first line (id, then the mailbox's senders' end and save queue)
@@ -41,6 +42,12 @@ struct alignas(64) process final : rt::fiber {
   uint64_t spawned_ms = 0;
   uint32_t body_size = 0;
   bool is_root = false;              // set before start; the node waits for it
+  bool trap_exit = false;            // owner only
+  relations* rel = nullptr;          // links and monitors (signals.hpp); owner only
+  // Run by launch once the pid is allocated, before the process can run
+  // (spawn_link / spawn_monitor record the parent's side there).
+  void (*on_launch)(void* ctx, pid id) = nullptr;
+  void* on_launch_ctx = nullptr;
 
   static process* from(rt::fiber* f) noexcept { return static_cast<process*>(f); }
   void* inline_body() noexcept { return reinterpret_cast<char*>(this) + sizeof(process); }

@@ -8,6 +8,7 @@
 #include <herd/runtime/sched.hpp>
 
 #include "process.hpp"
+#include "signals.hpp"
 
 #include <stdexcept>
 
@@ -30,7 +31,7 @@ uint64_t receive_deadline(std::chrono::milliseconds timeout) noexcept {
 receive_mark make_mark() {
   process* p = require_self("mark_mailbox");
   mailbox& mb = p->mbox;
-  mb.drain();
+  drain_mailbox(p);
   mb.mark = mb.save_tail;
   mb.mark_set = true;
   return {};
@@ -56,9 +57,11 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
   }
   bool expired = false;
   for (;;) {
-    // prev is the save queue's tail: what drain() appends follows it.
+    // prev is the save queue's tail: what the drain files follows it.
     prev = mb.save_tail;
-    for (message* m = mb.drain(); m; prev = m, m = next_of(m)) {
+    message* fresh = drain_mailbox(p);
+    if (!no_block) no_block = exit_pending_at_blocking_point(p);  // a fatal exit signal came in
+    for (message* m = fresh; m; prev = m, m = next_of(m)) {
       if (mt.test(mt.ctx, m)) {
         mb.unlink(prev, m);
         return m;

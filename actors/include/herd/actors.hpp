@@ -1,7 +1,9 @@
 // Everything a herd actor program needs.
 #pragma once
+#include <herd/actors/call.hpp>
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/links.hpp>
 #include <herd/actors/node.hpp>
 #include <herd/actors/pid.hpp>
 #include <herd/actors/process.hpp>

@@ -43,9 +43,9 @@ void discard_process(process* p) noexcept;
 pid launch(process* p, const spawn_options& o);
 }  // namespace detail
 
-// Any thread with a running node.
+namespace detail {
 template <class F, class... Args>
-pid spawn(const spawn_options& o, F&& fn, Args&&... args) {
+process* make_process(F&& fn, Args&&... args) {
   using B = detail::body_impl<std::decay_t<F>, std::decay_t<Args>...>;
   static_assert(alignof(B) <= 16, "herd: over-aligned actor functions are not supported");
   detail::process* p = detail::allocate_process(sizeof(B));
@@ -57,8 +57,16 @@ pid spawn(const spawn_options& o, F&& fn, Args&&... args) {
     detail::discard_process(p);
     throw;
   }
-  return detail::launch(p, o);
+  return p;
 }
+}  // namespace detail
+
+// Any thread with a running node.
+template <class F, class... Args>
+pid spawn(const spawn_options& o, F&& fn, Args&&... args) {
+  return detail::launch(detail::make_process(std::forward<F>(fn), std::forward<Args>(args)...), o);
+}
+
 
 template <class F, class... Args>
   requires(!std::is_same_v<std::decay_t<F>, spawn_options>)

@@ -1,0 +1,78 @@
+// The runtime side of call / reply (see <herd/actors/call.hpp>).
+#include <herd/actors/call.hpp>
+
+#include "process.hpp"
+#include "signals.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+
+namespace herd::detail {
+namespace {
+
+template <class V, class Pred>
+bool erase_first(V& v, Pred pred) {
+  auto it = std::find_if(v.begin(), v.end(), pred);
+  if (it == v.end()) return false;
+  *it = std::move(v.back());
+  v.pop_back();
+  return true;
+}
+
+constexpr std::size_t from_server_offset = sizeof(uint64_t);  // reply_envelope: ref, then from_server
+
+}  // namespace
+
+call_state begin_call(pid server, message* request) {
+  process* p = self_process();
+  if (!p) {
+    destroy_message(request);
+    std::fputs("herd: call() outside a process\n", stderr);
+    std::abort();
+  }
+  call_state st{new_ref().id, server, false};
+  make_mark();  // the reply and any `down` can only come after this point
+  relations& r = relations_of(p);
+  r.aliases.push_back(st.ref);
+  r.monitoring.emplace_back(st.ref, server);
+  *static_cast<from*>(request->payload()) = from{p->id, st.ref};
+  st.sent = send_signal(server, kind_call, request);
+  if (!st.sent) {
+    r.aliases.pop_back();
+    r.monitoring.pop_back();
+  }
+  return st;
+}
+
+void end_call(const call_state& st, bool got_down, bool replied_by_server) {
+  process* p = self_process();
+  relations& r = relations_of(p);
+  erase_first(r.aliases, [&](uint64_t a) { return a == st.ref; });
+  if (got_down) return;  // the drain already dropped the monitor
+  erase_first(r.monitoring, [&](auto& x) { return x.first == st.ref; });
+  if (!replied_by_server) send_signal(st.server, kind_demonitor, sig_demonitor{p->id, st.ref});
+}
+
+[[noreturn]] void throw_call_error(call_error::kind_t k, const call_state& st, exit_reason r,
+                                   std::chrono::milliseconds timeout) {
+  std::string what = "herd::call to " + st.server.to_string() + ": ";
+  switch (k) {
+    case call_error::timeout: what += "no reply within " + std::to_string(timeout.count()) + " ms"; break;
+    case call_error::noproc: what += "no such process (noproc)"; break;
+    case call_error::exited: what += "the server exited: " + r.to_string(); break;
+  }
+  throw call_error(k, std::move(r), what);
+}
+
+bool reply_impl(const from& f, message* m) {
+  // A server answering its own call drops the caller's monitor here, so the
+  // caller need not send a demonitor.
+  if (process* p = self_process(); p && p->rel &&
+      erase_first(p->rel->watchers, [&](auto& w) { return w.first == f.ref && w.second == f.caller; }))
+    *reinterpret_cast<bool*>(static_cast<char*>(m->payload()) + from_server_offset) = true;
+  return send_signal(f.caller, kind_alias, m);
+}
+
+}  // namespace herd::detail

@@ -1,0 +1,129 @@
+// link / unlink / monitor / demonitor / trap_exit and spawn_link /
+// spawn_monitor: the owner's side. The other side learns through signals
+// (signals.cpp); a request to a process that is gone is answered at once by
+// a signal to ourselves, so it is acted on in order at our next blocking point.
+#include <herd/actors/links.hpp>
+
+#include "node_state.hpp"
+#include "process.hpp"
+#include "signals.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace herd::detail {
+namespace {
+
+process* require_self(const char* what) {
+  process* p = self_process();
+  if (!p) {
+    std::fprintf(stderr, "herd: %s called outside a process\n", what);
+    std::abort();
+  }
+  return p;
+}
+
+std::atomic<uint64_t> g_ref_blocks{0};
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_ref_next = 0;
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_ref_end = 0;
+
+}  // namespace
+
+// Refs come from per-thread blocks of 2^20, so making one costs no shared
+// read-modify-write. Not inlined: the thread_local must be this thread's.
+[[gnu::noinline]] monitor_ref new_ref() noexcept {
+  if (tl_ref_next == tl_ref_end) {
+    uint64_t block = g_ref_blocks.fetch_add(1, std::memory_order_relaxed);
+    tl_ref_next = (block << 20) + 1;
+    tl_ref_end = (block + 1) << 20;
+  }
+  return monitor_ref{tl_ref_next++};
+}
+
+pid launch_related(process* child, const spawn_options& o, spawn_relation rel) {
+  process* parent = self_process();
+  if (parent && rel.kind == spawn_relation::link) {
+    relations_of(child).links.push_back(parent->id);  // the child is not running yet: ours to set
+  } else if (parent && rel.kind == spawn_relation::monitor) {
+    relations_of(child).watchers.emplace_back(rel.ref.id, parent->id);
+  }
+  // The child's pid is known only once launch has allocated it, and launch
+  // runs the child at once; so the parent's side is recorded through
+  // on_launch, before the child can run.
+  struct hook_ctx {
+    process* parent;
+    spawn_relation rel;
+  } ctx{parent, rel};
+  child->on_launch = [](void* c, pid id) {
+    auto* h = static_cast<hook_ctx*>(c);
+    if (!h->parent) return;
+    if (h->rel.kind == spawn_relation::link) relations_of(h->parent).links.push_back(id);
+    else if (h->rel.kind == spawn_relation::monitor)
+      relations_of(h->parent).monitoring.emplace_back(h->rel.ref.id, id);
+  };
+  child->on_launch_ctx = &ctx;
+  return launch(child, o);
+}
+
+}  // namespace herd::detail
+
+namespace herd {
+
+using namespace detail;
+
+void link(pid target) {
+  process* p = require_self("link");
+  if (target == p->id) return;
+  auto& links = relations_of(p).links;
+  if (std::find(links.begin(), links.end(), target) != links.end()) return;
+  links.push_back(target);
+  if (!send_signal(target, kind_link, sig_link{p->id}))
+    send_signal(p->id, kind_exit, sig_exit{target, exit_reason::noproc(), true});
+}
+
+void unlink(pid target) {
+  process* p = require_self("unlink");
+  if (!p->rel) return;
+  auto& links = p->rel->links;
+  auto it = std::find(links.begin(), links.end(), target);
+  if (it == links.end()) return;
+  *it = links.back();
+  links.pop_back();
+  send_signal(target, kind_unlink, sig_unlink{p->id});
+}
+
+bool trap_exit(bool on) {
+  process* p = require_self("trap_exit");
+  return std::exchange(p->trap_exit, on);
+}
+
+bool trapping_exits() noexcept {
+  process* p = self_process();
+  return p && p->trap_exit;
+}
+
+monitor_ref monitor(pid target) {
+  process* p = require_self("monitor");
+  monitor_ref ref = new_ref();
+  relations_of(p).monitoring.emplace_back(ref.id, target);
+  if (!send_signal(target, kind_monitor, sig_monitor{p->id, ref.id}))
+    send_signal(p->id, kind_down, down{ref, target, exit_reason::noproc()});
+  return ref;
+}
+
+bool demonitor(monitor_ref ref) {
+  process* p = require_self("demonitor");
+  if (!p->rel) return false;
+  auto& mon = p->rel->monitoring;
+  auto it = std::find_if(mon.begin(), mon.end(), [&](auto& x) { return x.first == ref.id; });
+  if (it == mon.end()) return false;
+  pid target = it->second;
+  *it = mon.back();
+  mon.pop_back();
+  send_signal(target, kind_demonitor, sig_demonitor{p->id, ref.id});
+  return true;
+}
+
+}  // namespace herd

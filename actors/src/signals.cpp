@@ -1,0 +1,196 @@
+// Acting on signals (see signals.hpp). The exit-signal rules are Erlang's:
+//   exit/2 with `kill`              -> ends the receiver with `killed` (untrappable)
+//   receiver traps exits            -> becomes exit_msg{from, reason}
+//   `normal`                        -> ignored, unless it is exit(self(), normal)
+//   anything else                   -> ends the receiver with that reason
+// An exit signal that comes through a link the receiver no longer has (it
+// unlinked meanwhile) is dropped.
+#include "signals.hpp"
+
+#include <herd/actors/call.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/runtime/sched.hpp>
+
+#include "node_state.hpp"
+
+#include <algorithm>
+
+namespace herd::detail {
+namespace {
+
+template <class V, class Pred>
+bool erase_first(V& v, Pred pred) {
+  auto it = std::find_if(v.begin(), v.end(), pred);
+  if (it == v.end()) return false;
+  *it = std::move(v.back());
+  v.pop_back();
+  return true;
+}
+
+void set_fatal(process* p, const exit_reason& r) {
+  if (p->pending_exit.load(std::memory_order_relaxed)) return;  // the first one wins
+  p->pending_exit.store(new exit_reason(r), std::memory_order_release);
+}
+
+// Returns the message to file in the save queue (m itself, a new one), or
+// nullptr when the signal was consumed.
+message* act_on(process* p, message* m) {
+  switch (m->kind) {
+    case kind_link: {
+      pid from = m->as<sig_link>().from;
+      destroy_message(m);
+      auto& links = relations_of(p).links;
+      if (std::find(links.begin(), links.end(), from) == links.end()) links.push_back(from);
+      return nullptr;
+    }
+    case kind_unlink: {
+      pid from = m->as<sig_unlink>().from;
+      destroy_message(m);
+      if (p->rel) erase_first(p->rel->links, [&](pid x) { return x == from; });
+      return nullptr;
+    }
+    case kind_exit: {
+      auto& s = m->as<sig_exit>();
+      pid from = s.from;
+      exit_reason reason = std::move(s.reason);
+      bool via_link = s.via_link;
+      destroy_message(m);
+      if (via_link && !(p->rel && erase_first(p->rel->links, [&](pid x) { return x == from; })))
+        return nullptr;  // unlinked meanwhile
+      if (!via_link && reason.kind() == exit_kind::kill) {
+        set_fatal(p, exit_reason::killed());
+        return nullptr;
+      }
+      if (p->trap_exit) return make_message<exit_msg>(exit_msg{from, std::move(reason)});
+      if (reason.is_normal()) {
+        if (!via_link && from == p->id) set_fatal(p, reason);
+        return nullptr;
+      }
+      set_fatal(p, reason);
+      return nullptr;
+    }
+    case kind_monitor: {
+      auto& s = m->as<sig_monitor>();
+      relations_of(p).watchers.emplace_back(s.ref, s.from);
+      destroy_message(m);
+      return nullptr;
+    }
+    case kind_demonitor: {
+      uint64_t ref = m->as<sig_demonitor>().ref;
+      destroy_message(m);
+      if (p->rel) erase_first(p->rel->watchers, [&](auto& w) { return w.first == ref; });
+      return nullptr;
+    }
+    case kind_down: {
+      uint64_t ref = m->as<down>().ref.id;
+      if (p->rel && erase_first(p->rel->monitoring, [&](auto& x) { return x.first == ref; })) {
+        m->kind = kind_user;
+        return m;
+      }
+      destroy_message(m);  // demonitored: Erlang's {flush}
+      return nullptr;
+    }
+    case kind_alias: {
+      uint64_t ref = *static_cast<const uint64_t*>(m->payload());
+      if (p->rel && std::find(p->rel->aliases.begin(), p->rel->aliases.end(), ref) != p->rel->aliases.end()) {
+        m->kind = kind_user;
+        return m;
+      }
+      destroy_message(m);  // the call gave up: a late reply is dropped
+      return nullptr;
+    }
+    case kind_call: {
+      const auto& f = *static_cast<const from*>(m->payload());
+      relations_of(p).watchers.emplace_back(f.ref, f.caller);
+      m->kind = kind_user;
+      return m;
+    }
+    default:
+      return m;
+  }
+}
+
+// Answers a request found in the mailbox of a process that has ended.
+void answer_as_dead(process* p, message* m, const exit_reason& reason) {
+  if (m->kind == kind_link) {
+    send_signal(m->as<sig_link>().from, kind_exit, sig_exit{p->id, reason, true});
+  } else if (m->kind == kind_monitor) {
+    auto& s = m->as<sig_monitor>();
+    send_signal(s.from, kind_down, down{monitor_ref{s.ref}, p->id, reason});
+  } else if (m->kind == kind_call) {
+    const auto& f = *static_cast<const from*>(m->payload());
+    send_signal(f.caller, kind_down, down{monitor_ref{f.ref}, p->id, reason});
+  }
+  destroy_message(m);
+}
+
+}  // namespace
+
+relations& relations_of(process* p) {
+  if (!p->rel) p->rel = new relations;
+  return *p->rel;
+}
+
+bool send_signal(pid to, uint32_t kind, message* m) noexcept {
+  m->kind = kind;
+  return deliver(to, m);
+}
+
+message* drain_mailbox(process* p) {
+  mailbox& mb = p->mbox;
+  message* m = mb.take_all();
+  if (!m) return nullptr;
+  if (m->kind == kind_user && !m->next.load(std::memory_order_relaxed)) {  // the common case
+    mb.append(m);
+    return m;
+  }
+  message* first = nullptr;
+  uint64_t consumed = 0;  // signals acted on, late replies dropped: no longer waiting
+  while (m) {
+    message* next = next_of(m);
+    if (message* keep = m->kind == kind_user ? m : act_on(p, m)) {
+      mb.append(keep);
+      if (!first) first = keep;
+    } else {
+      ++consumed;
+    }
+    m = next;
+  }
+  if (consumed)
+    mb.dequeued.store(mb.dequeued.load(std::memory_order_relaxed) + consumed, std::memory_order_relaxed);
+  return first;
+}
+
+void announce_death(process* p, const exit_reason& reason) {
+  for (message* m = p->mbox.take_all(); m;) {
+    message* next = next_of(m);
+    if (m->kind == kind_user) {
+      destroy_message(m);
+    } else if (m->kind == kind_link || m->kind == kind_monitor || m->kind == kind_call) {
+      answer_as_dead(p, m, reason);  // they came before the end: the real reason
+    } else {
+      destroy_message(m);
+    }
+    m = next;
+  }
+  p->mbox.clear_saved();
+  if (relations* r = p->rel) {
+    for (pid l : r->links) send_signal(l, kind_exit, sig_exit{p->id, reason, true});
+    for (auto& [ref, who] : r->watchers) send_signal(who, kind_down, down{monitor_ref{ref}, p->id, reason});
+    r->links.clear();
+    r->watchers.clear();
+  }
+}
+
+void clear_late_signals(process* p) {
+  for (message* m = p->mbox.take_all(); m;) {
+    message* next = next_of(m);
+    answer_as_dead(p, m, exit_reason::noproc());
+    m = next;
+  }
+  p->mbox.clear_saved();
+  delete p->rel;
+  p->rel = nullptr;
+}
+
+}  // namespace herd::detail

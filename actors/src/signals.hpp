@@ -1,0 +1,93 @@
+// Signals: links, monitors and exit signals travel in the same mailbox as
+// messages (so everything from one sender to one receiver stays in order),
+// marked by message::kind, and the owner acts on them when it drains its
+// mailbox at a blocking point. Links and monitors change only on their owner
+// (erl_monitor_link.h's rule); everybody else sends it signals.
+//
+//   kind_link / kind_unlink      "add / drop me to your links"
+//   kind_exit                    an exit signal (via a link, or exit/2)
+//   kind_monitor / kind_demonitor "I watch you (ref) / I stop watching"
+//   kind_down                    a `down` message: delivered only while the
+//                                receiver still has that monitor
+//   kind_alias                   a reply to a call: delivered only while the
+//                                caller still waits for it (Erlang's aliases),
+//                                so a late reply never reaches the mailbox
+//   kind_call                    a call's request: filed as a message, and the
+//                                caller now monitors this process (with the
+//                                call's ref) until the reply drops it
+#pragma once
+#include <herd/actors/exit_reason.hpp>
+#include <herd/actors/links.hpp>
+#include <herd/actors/message.hpp>
+#include <herd/actors/pid.hpp>
+
+#include "process.hpp"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace herd::detail {
+
+enum : uint32_t {
+  kind_user = 0,
+  kind_link,
+  kind_unlink,
+  kind_exit,
+  kind_monitor,
+  kind_demonitor,
+  kind_down,
+  kind_alias,
+  kind_call,  // a call_request: a message that also sets up a monitor of the server
+};
+
+struct sig_link {
+  pid from;
+};
+struct sig_unlink {
+  pid from;
+};
+struct sig_exit {
+  pid from;
+  exit_reason reason;
+  bool via_link;
+};
+struct sig_monitor {
+  pid from;
+  uint64_t ref;
+};
+struct sig_demonitor {
+  pid from;
+  uint64_t ref;
+};
+
+// A process's links and monitors; allocated on first use, owner only.
+struct relations {
+  std::vector<pid> links;
+  std::vector<std::pair<uint64_t, pid>> watchers;    // who monitors this process
+  std::vector<std::pair<uint64_t, pid>> monitoring;  // whom this process monitors
+  std::vector<uint64_t> aliases;                     // calls waiting for a reply
+};
+
+relations& relations_of(process* p);
+
+// Any thread. Sets m->kind and delivers; false (m freed) if `to` is gone.
+bool send_signal(pid to, uint32_t kind, message* m) noexcept;
+template <class T>
+bool send_signal(pid to, uint32_t kind, T&& v) {
+  return send_signal(to, kind, make_message<std::decay_t<T>>(std::forward<T>(v)));
+}
+
+// The owner, at a blocking point: moves everything pushed into the save queue,
+// acting on signals on the way (a fatal exit signal sets pending_exit).
+// Returns the first new message a receive can see, or nullptr.
+message* drain_mailbox(process* p);
+
+// The worker that finishes p, after its fiber ended: answers the requests still
+// queued, then sends exit signals to links and `down` to watchers.
+void announce_death(process* p, const exit_reason& reason);
+// After the grace period, before p is freed: answers requests that arrived
+// after announce_death (link: noproc, monitor: down noproc), frees the rest.
+void clear_late_signals(process* p);
+
+}  // namespace herd::detail
