@@ -96,12 +96,14 @@ void unlink(pid target) {
 
 bool trap_exit(bool on) {
   process* p = require_self("trap_exit");
-  return std::exchange(p->trap_exit, on);
+  bool was = p->trap_exit.load(std::memory_order_relaxed);
+  p->trap_exit.store(on, std::memory_order_relaxed);
+  return was;
 }
 
 bool trapping_exits() noexcept {
   process* p = self_process();
-  return p && p->trap_exit;
+  return p && p->trap_exit.load(std::memory_order_relaxed);
 }
 
 monitor_ref monitor(pid target) {

@@ -1,10 +1,10 @@
 // The node: runtime + process table + root process. Shutdown, in order:
 //  1. the root exits (its reason is what run() returns);
-//  2. every process still published gets an exit signal (`shutdown`; one
-//     that traps exits gets it as a message) — checked every 10 ms, so one
-//     spawned meanwhile (a destructor that starts a process, a supervisor
-//     restarting a child) gets it too; half-way to shutdown_timeout, every
-//     process left gets `kill`;
+//  2. the processes that trap exits (supervisors) get `shutdown` first and
+//     stop their children in order; after a third of shutdown_timeout (or
+//     when none is left) every process gets `shutdown`, after two thirds
+//     `kill` — checked every 10 ms, so one spawned meanwhile (a destructor
+//     that starts a process, a supervisor restarting a child) gets it too;
 //  3. the node waits until every process has finished (woken early by the
 //     last exit); a process still alive after shutdown_timeout cannot be
 //     unwound — it never reaches a blocking point — and dropping its stack
@@ -147,30 +147,40 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
   }
 
   st.draining.store(true, std::memory_order_relaxed);
-  // `shutdown` first (a process that traps exits gets it as a message and may
-  // clean up); half-way to the timeout, `kill`.
+  // Phase 1: `shutdown` to the processes that trap exits — supervisors, which
+  // then stop their children in order (the others would be restarted if they
+  // died first). Phase 2, after a third of shutdown_timeout or once no such
+  // process is left: `shutdown` to everything. Phase 3, at two thirds:
+  // `kill` to everything.
   auto start = std::chrono::steady_clock::now();
   auto deadline = start + impl_->opts.shutdown_timeout;
-  auto kill_at = start + impl_->opts.shutdown_timeout / 2;
+  auto phase2_at = start + impl_->opts.shutdown_timeout / 3;
+  auto kill_at = start + impl_->opts.shutdown_timeout * 2 / 3;
   std::vector<pid> signalled;
   auto signal_all = [&] {
-    exit_reason why = std::chrono::steady_clock::now() >= kill_at ? exit_reason::kill() : exit_reason::shutdown();
-    std::vector<pid> now;
+    auto now_t = std::chrono::steady_clock::now();
+    bool kill = now_t >= kill_at;
+    std::vector<pid> trapping, all;
     {
       rt::foreign_read_guard g;
-      st.table.for_each([&](detail::process* p) { now.push_back(p->id); });
+      st.table.for_each([&](detail::process* p) {
+        all.push_back(p->id);
+        if (p->trap_exit.load(std::memory_order_relaxed)) trapping.push_back(p->id);
+      });
     }
-    for (pid p : now)
-      if (why.kind() == exit_kind::kill || !std::binary_search(signalled.begin(), signalled.end(), p))
-        herd::exit(p, why);
-    std::sort(now.begin(), now.end());
-    signalled = std::move(now);
+    const std::vector<pid>& targets = (kill || now_t >= phase2_at || trapping.empty()) ? all : trapping;
+    for (pid p : targets)
+      if (kill || !std::binary_search(signalled.begin(), signalled.end(), p))
+        herd::exit(p, kill ? exit_reason::kill() : exit_reason::shutdown());
+    signalled.insert(signalled.end(), targets.begin(), targets.end());
+    std::sort(signalled.begin(), signalled.end());
+    signalled.erase(std::unique(signalled.begin(), signalled.end()), signalled.end());
   };
   {
     std::unique_lock<std::mutex> g(st.m);
     while (st.live() > 0) {
       g.unlock();
-      signal_all();  // shutdown once to each new process; kill to all past half-time
+      signal_all();  // shutdown once to each new target; kill to all past two thirds
       g.lock();
       if (st.live() == 0) break;
       if (std::chrono::steady_clock::now() >= deadline) {

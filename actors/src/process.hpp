@@ -42,7 +42,9 @@ struct alignas(64) process final : rt::fiber {
   uint64_t spawned_ms = 0;
   uint32_t body_size = 0;
   bool is_root = false;              // set before start; the node waits for it
-  bool trap_exit = false;            // owner only
+  // Written by the owner only; relaxed loads by others (node shutdown, the
+  // observer) are hints.
+  std::atomic<bool> trap_exit{false};
   relations* rel = nullptr;          // links and monitors (signals.hpp); owner only
   // Run by launch once the pid is allocated, before the process can run
   // (spawn_link / spawn_monitor record the parent's side there).

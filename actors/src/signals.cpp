@@ -61,7 +61,7 @@ message* act_on(process* p, message* m) {
         set_fatal(p, exit_reason::killed());
         return nullptr;
       }
-      if (p->trap_exit) return make_message<exit_msg>(exit_msg{from, std::move(reason)});
+      if (p->trap_exit.load(std::memory_order_relaxed)) return make_message<exit_msg>(exit_msg{from, std::move(reason)});
       if (reason.is_normal()) {
         if (!via_link && from == p->id) set_fatal(p, reason);
         return nullptr;
