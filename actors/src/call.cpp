@@ -33,7 +33,7 @@ call_state begin_call(pid server, message* request) {
     std::abort();
   }
   call_state st{new_ref().id, server, false};
-  make_mark();  // the reply and any `down` can only come after this point
+  mark_mailbox_of(p);  // the reply and any `down` can only come after this point
   relations& r = relations_of(p);
   r.aliases.push_back(st.ref);
   r.monitoring.emplace_back(st.ref, server);

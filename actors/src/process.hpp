@@ -58,6 +58,9 @@ struct alignas(64) process final : rt::fiber {
 // The process running on this thread, or nullptr.
 process* self_process() noexcept;
 
+// The owner: drains, then marks the end of the save queue (receive_after).
+void mark_mailbox_of(process* p);
+
 // Acts on a pending exit at a blocking point: throws exit_unwind, unless the
 // stack is already unwinding — then returns true ("do not block").
 bool act_on_pending_exit(process* p);

@@ -28,12 +28,15 @@ uint64_t receive_deadline(std::chrono::milliseconds timeout) noexcept {
   return rt::deadline_after(timeout);
 }
 
-receive_mark make_mark() {
-  process* p = require_self("mark_mailbox");
+void mark_mailbox_of(process* p) {
   mailbox& mb = p->mbox;
   drain_mailbox(p);
   mb.mark = mb.save_tail;
   mb.mark_set = true;
+}
+
+receive_mark make_mark() {
+  mark_mailbox_of(require_self("mark_mailbox"));
   return {};
 }
 
