@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 namespace herd::detail {
 namespace {
@@ -50,6 +51,10 @@ void end_call(const call_state& st, bool got_down, bool replied_by_server) {
   process* p = self_process();
   relations& r = relations_of(p);
   erase_first(r.aliases, [&](uint64_t a) { return a == st.ref; });
+  // A reply and a `down` can both have been filed (the server replied, then
+  // died): whichever the receive did not take must not stay behind. Only what
+  // came after the call's mark is looked at.
+  drop_tagged(p, p->mbox.mark, false, st.ref);
   if (got_down) return;  // the drain already dropped the monitor
   erase_first(r.monitoring, [&](auto& x) { return x.first == st.ref; });
   if (!replied_by_server) send_signal(st.server, kind_demonitor, sig_demonitor{p->id, st.ref});
@@ -64,6 +69,19 @@ void end_call(const call_state& st, bool got_down, bool replied_by_server) {
     case call_error::exited: what += "the server exited: " + r.to_string(); break;
   }
   throw call_error(k, std::move(r), what);
+}
+
+bool unwinding_for_exit() noexcept {
+  process* p = self_process();
+  return p && p->pending_exit.load(std::memory_order_acquire) && std::uncaught_exceptions() > 0;
+}
+
+[[noreturn]] void terminate_call_while_exiting(const call_state& st) {
+  std::fprintf(stderr,
+               "herd: call to %s from a destructor while its process exits: it cannot wait, and the "
+               "reply type has no default value to return\n",
+               st.server.to_string().c_str());
+  std::terminate();
 }
 
 bool reply_impl(const from& f, message* m) {

@@ -77,8 +77,9 @@ void link(pid target) {
   process* p = require_self("link");
   if (target == p->id) return;
   auto& links = relations_of(p).links;
-  if (std::find(links.begin(), links.end(), target) != links.end()) return;
-  links.push_back(target);
+  if (std::find(links.begin(), links.end(), target) == links.end()) links.push_back(target);
+  // Sent even when already linked here: the other side may have dropped its
+  // half when an unlink crossed an earlier link request.
   if (!send_signal(target, kind_link, sig_link{p->id}))
     send_signal(p->id, kind_exit, sig_exit{target, exit_reason::noproc(), true});
 }
@@ -120,7 +121,10 @@ bool demonitor(monitor_ref ref) {
   if (!p->rel) return false;
   auto& mon = p->rel->monitoring;
   auto it = std::find_if(mon.begin(), mon.end(), [&](auto& x) { return x.first == ref.id; });
-  if (it == mon.end()) return false;
+  if (it == mon.end()) {
+    drop_tagged(p, nullptr, true, ref.id);  // its `down` may be filed already: never received now
+    return false;
+  }
   pid target = it->second;
   *it = mon.back();
   mon.pop_back();

@@ -85,6 +85,7 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
       p->final_reason = new exit_reason(final_from_pending(*pend));
       return rt::fiber_result::dead;
     }
+    p->running_body = b;
     try {
       next = b->invoke();
     } catch (const exit_unwind&) {
@@ -96,6 +97,7 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
       std::type_info* t = abi::__cxa_current_exception_type();
       reason = exit_reason::error(t ? demangle(t->name()) : "unknown", "");
     }
+    p->running_body = nullptr;
     destroy_body(b);
     if (exit_reason* pend = p->pending_exit.load(std::memory_order_acquire)) {
       if (next) free_body(next);
@@ -175,10 +177,44 @@ std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noe
 
 }  // namespace
 
+[[noreturn]] void abandon(process* p) {
+  char buf[256];
+  process_describe(p, buf, sizeof buf);
+  const exit_reason* why = p->pending_exit.load(std::memory_order_acquire);
+  std::string reason = why ? final_from_pending(*why).to_string() : std::string("?");
+  std::fprintf(stderr,
+               "herd: %s swallowed its exit (%s) %u times for %llu ms; ending it without unwinding "
+               "the frames that catch it (their destructors do not run)\n",
+               buf, reason.c_str(), p->exits_swallowed,
+               static_cast<unsigned long long>(rt::coarse_now_ms() - p->exit_first_thrown_ms));
+  if (why) p->final_reason = new exit_reason(final_from_pending(*why));
+  p->exits_swallowed = UINT32_MAX;  // blocking calls from the destructors below return at once
+  destroy_body(p->running_body);    // not on the stack: its captures can be freed
+  p->running_body = nullptr;
+  rt::end_fiber_now(p);
+}
+
 process* self_process() noexcept { return static_cast<process*>(rt::current()); }
 
-bool act_on_pending_exit(process*) {
-  if (std::uncaught_exceptions() > 0) return true;  // already unwinding: do not block
+// The exit is thrown as exit_unwind at every blocking point until the stack
+// has unwound. C++ cannot stop a catch (...) from swallowing an exception (a
+// forced unwind, as pthread_cancel's, ends in std::terminate when the catch
+// block finishes inside the noexcept __cxa_end_catch), so code that swallows
+// it in a loop would spin for ever. Such a process — the exit swallowed more
+// than 1,000 times over more than a second — is ended where it stands: the
+// fiber is switched away from and never resumed, its stack recycled, and the
+// frames that kept catching are not unwound (what their locals own leaks).
+// It is reported. A loop that swallows for a while and then returns still
+// unwinds normally.
+bool act_on_pending_exit(process* p) {
+  // Already unwinding, or being abandoned (the body's destructors run): do not block.
+  if (std::uncaught_exceptions() > 0 || p->exits_swallowed == UINT32_MAX) return true;
+  uint64_t now = rt::coarse_now_ms();
+  if (p->exit_first_thrown_ms == 0) {
+    p->exit_first_thrown_ms = now ? now : 1;
+  } else if (++p->exits_swallowed > 1000 && now - p->exit_first_thrown_ms > 1000) {
+    abandon(p);
+  }
   throw exit_unwind{};
 }
 

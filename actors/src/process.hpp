@@ -42,6 +42,9 @@ struct alignas(64) process final : rt::fiber {
   uint64_t spawned_ms = 0;
   uint32_t body_size = 0;
   bool is_root = false;              // set before start; the node waits for it
+  uint32_t exits_swallowed = 0;      // owner: exit_unwind thrown and caught by user code
+  uint64_t exit_first_thrown_ms = 0; // owner: when exit_unwind was first thrown (0: never)
+  body* running_body = nullptr;      // owner: the body on the stack now
   // Written by the owner only; relaxed loads by others (node shutdown, the
   // observer) are hints.
   std::atomic<bool> trap_exit{false};
@@ -64,6 +67,8 @@ void mark_mailbox_of(process* p);
 // Acts on a pending exit at a blocking point: throws exit_unwind, unless the
 // stack is already unwinding — then returns true ("do not block").
 bool act_on_pending_exit(process* p);
+// Ends a process whose code keeps swallowing its exit, where it stands.
+[[noreturn]] void abandon(process* p);
 inline bool exit_pending_at_blocking_point(process* p) {
   // acquire: pairs with the exit signal's CAS (the reason it points to).
   return p->pending_exit.load(std::memory_order_acquire) ? act_on_pending_exit(p) : false;

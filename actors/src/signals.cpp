@@ -85,6 +85,7 @@ message* act_on(process* p, message* m) {
       uint64_t ref = m->as<down>().ref.id;
       if (p->rel && erase_first(p->rel->monitoring, [&](auto& x) { return x.first == ref; })) {
         m->kind = kind_user;
+        m->reserved = tagged_by_ref;  // demonitor / a finished call may still drop it
         return m;
       }
       destroy_message(m);  // demonitored: Erlang's {flush}
@@ -94,6 +95,7 @@ message* act_on(process* p, message* m) {
       uint64_t ref = *static_cast<const uint64_t*>(m->payload());
       if (p->rel && std::find(p->rel->aliases.begin(), p->rel->aliases.end(), ref) != p->rel->aliases.end()) {
         m->kind = kind_user;
+        m->reserved = tagged_by_ref;
         return m;
       }
       destroy_message(m);  // the call gave up: a late reply is dropped
@@ -125,6 +127,25 @@ void answer_as_dead(process* p, message* m, const exit_reason& reason) {
 }
 
 }  // namespace
+
+std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t ref) {
+  mailbox& mb = p->mbox;
+  message* prev = from_start ? nullptr : after;
+  message* m = from_start ? mb.save_head : (after ? next_of(after) : mb.save_head);
+  std::size_t dropped = 0;
+  while (m) {
+    message* next = next_of(m);
+    if (m->reserved == tagged_by_ref && *static_cast<const uint64_t*>(m->payload()) == ref) {
+      mb.unlink(prev, m);
+      destroy_message(m);
+      ++dropped;
+    } else {
+      prev = m;
+    }
+    m = next;
+  }
+  return dropped;
+}
 
 relations& relations_of(process* p) {
   if (!p->rel) p->rel = new relations;
@@ -177,8 +198,11 @@ void announce_death(process* p, const exit_reason& reason) {
   if (relations* r = p->rel) {
     for (pid l : r->links) send_signal(l, kind_exit, sig_exit{p->id, reason, true});
     for (auto& [ref, who] : r->watchers) send_signal(who, kind_down, down{monitor_ref{ref}, p->id, reason});
+    // A dead watcher's monitors must not stay on their targets forever.
+    for (auto& [ref, target] : r->monitoring) send_signal(target, kind_demonitor, sig_demonitor{p->id, ref});
     r->links.clear();
     r->watchers.clear();
+    r->monitoring.clear();
   }
 }
 

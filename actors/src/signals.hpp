@@ -61,6 +61,14 @@ struct sig_demonitor {
   uint64_t ref;
 };
 
+// message::reserved on a filed `down` or call reply: the first 8 bytes of its
+// payload are a ref, and a finished call or a demonitor may still drop it.
+inline constexpr uint32_t tagged_by_ref = 1;
+
+// The owner: drops filed messages tagged with `ref` — those after `after` (a
+// receive mark; nullptr: from the first), or all when from_start.
+std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t ref);
+
 // A process's links and monitors; allocated on first use, owner only.
 struct relations {
   std::vector<pid> links;

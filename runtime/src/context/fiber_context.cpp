@@ -109,7 +109,7 @@ inline void note_stack_depth(fiber* f) noexcept {
     f->low_sp.store(sp, std::memory_order_relaxed);
 }
 
-[[noreturn]] void leave_for_good(fiber* f, suspend_reason why) noexcept {
+[[noreturn]] void leave(fiber* f, suspend_reason why) noexcept {
   auto* side = side_of(f);
   eh_globals* g = eh_of(side);
   g->caught = nullptr;
@@ -126,8 +126,7 @@ void fiber_entry(bctx::transfer_t t) noexcept {
   arrived(f, t);
   note_stack_depth(f);
   fiber_result r = f->ops->run(f);
-  leave_for_good(f, r == fiber_result::hibernate ? suspend_reason::hibernate
-                                                 : suspend_reason::dead);
+  leave(f, r == fiber_result::hibernate ? suspend_reason::hibernate : suspend_reason::dead);
 }
 
 // Prepares f's context (a fresh one on its stack if it has none) and tells
@@ -159,6 +158,8 @@ void switch_side::init_on_thread() noexcept {
   tsan_fiber = __tsan_get_current_fiber();
 #endif
 }
+
+void leave_for_good(fiber* f, suspend_reason why) noexcept { leave(f, why); }
 
 resumed resume(switch_side& side, fiber* f) noexcept {
   side.current = f;

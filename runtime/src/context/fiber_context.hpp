@@ -53,6 +53,9 @@ resumed resume(switch_side& side, fiber* f) noexcept;
 // returns when some worker resumes f.
 void suspend(fiber* f, suspend_reason why) noexcept;
 
+// Fiber side: leaves for good, as if the fiber's body had returned `why`.
+[[noreturn]] void leave_for_good(fiber* f, suspend_reason why) noexcept;
+
 // Fiber side, as seen by the worker that is running it now.
 inline switch_side* side_of(fiber* f) noexcept { return static_cast<switch_side*>(f->side); }
 

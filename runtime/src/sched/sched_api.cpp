@@ -72,6 +72,8 @@ void consume_reduction() {
   if (fiber* f = current()) consume_reduction(f);
 }
 
+void end_fiber_now(fiber* self) { leave_for_good(self, suspend_reason::dead); }
+
 void yield_for_budget(fiber* f) { suspend(f, suspend_reason::yield); }
 
 namespace {

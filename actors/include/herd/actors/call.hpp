@@ -16,6 +16,11 @@
 //
 // A server may answer later: keep `from` and call reply(from, value) when
 // ready, from any process (gen_server's deferred reply).
+//
+// While an exit unwinds the caller's stack (a destructor that calls), call
+// neither blocks nor throws: the request is sent and call returns a
+// value-initialized R at once (an R with no default value there is a
+// programming error: std::terminate, with a message).
 #pragma once
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/links.hpp>
@@ -86,6 +91,9 @@ void end_call(const call_state& st, bool got_down, bool replied_by_server);
 [[noreturn]] void throw_call_error(call_error::kind_t k, const call_state& st, exit_reason r,
                                    std::chrono::milliseconds timeout);
 bool reply_impl(const from& f, message* m);
+// True while an exit unwinds the calling process's stack.
+bool unwinding_for_exit() noexcept;
+[[noreturn]] void terminate_call_while_exiting(const call_state& st);
 }  // namespace detail
 
 // From a process. Throws call_error on timeout, noproc or the server's exit.
@@ -110,6 +118,10 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
                 after(timeout));
   detail::end_call(st, died.has_value(), by_server);
   if (result) return std::move(*result);
+  if (!died && detail::unwinding_for_exit()) {
+    if constexpr (std::is_default_constructible_v<R>) return R{};
+    else detail::terminate_call_while_exiting(st);
+  }
   if (died) {
     auto k = died->kind() == exit_kind::noproc ? call_error::noproc : call_error::exited;
     detail::throw_call_error(k, st, std::move(*died), timeout);

@@ -34,6 +34,11 @@ void consume_reduction();
 // fiber running on the calling thread): no thread-local lookup.
 void park(fiber* self);
 bool park_until(fiber* self, uint64_t deadline_ms);
+// From a fiber, about itself: ends it here, without returning to its base —
+// the worker treats it as dead (its stack goes back to the pool, then
+// fiber_ops::finished runs). For a fiber that cannot be unwound.
+[[noreturn]] void end_fiber_now(fiber* self);
+
 // Out of line: the budget ran out.
 void yield_for_budget(fiber* self);
 inline void consume_reduction(fiber* self) {
