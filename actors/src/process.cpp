@@ -186,7 +186,7 @@ std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noe
                "herd: %s swallowed its exit (%s) %u times for %llu ms; ending it without unwinding "
                "the frames that catch it (their destructors do not run)\n",
                buf, reason.c_str(), p->exits_swallowed,
-               static_cast<unsigned long long>(rt::coarse_now_ms() - p->exit_first_thrown_ms));
+               static_cast<unsigned long long>(rt::now_ms() - p->exit_first_thrown_ms));
   if (why) p->final_reason = new exit_reason(final_from_pending(*why));
   p->exits_swallowed = UINT32_MAX;  // blocking calls from the destructors below return at once
   destroy_body(p->running_body);    // not on the stack: its captures can be freed
@@ -209,10 +209,12 @@ process* self_process() noexcept { return static_cast<process*>(rt::current()); 
 bool act_on_pending_exit(process* p) {
   // Already unwinding, or being abandoned (the body's destructors run): do not block.
   if (std::uncaught_exceptions() > 0 || p->exits_swallowed == UINT32_MAX) return true;
-  uint64_t now = rt::coarse_now_ms();
+  // now_ms(), not the per-worker coarse clock: the process may move to a
+  // worker whose coarse clock is behind.
+  uint64_t now = rt::now_ms();
   if (p->exit_first_thrown_ms == 0) {
     p->exit_first_thrown_ms = now ? now : 1;
-  } else if (++p->exits_swallowed > 1000 && now - p->exit_first_thrown_ms > 1000) {
+  } else if (++p->exits_swallowed > 1000 && now > p->exit_first_thrown_ms + 1000) {
     abandon(p);
   }
   throw exit_unwind{};

@@ -2,6 +2,8 @@
 
 #include "runtime_impl.hpp"
 
+#include <herd/runtime/clock.hpp>
+
 #include <chrono>
 
 namespace herd::rt {
@@ -50,6 +52,11 @@ void monitor::loop() {
       if (f && f == last_fiber[i] && sw == last_switches[i]) {
         stuck_ms[i] += period_ms;
         w.stuck.store(true, std::memory_order_relaxed);
+        // Work waiting behind the stuck fiber (its run next, its ring, its
+        // due timers) is for another worker now: wake one to go and take it.
+        if (w.run_next.load(std::memory_order_relaxed) || !w.ring.empty_approx() ||
+            w.timers.earliest() <= now_ms())
+          rt_.notify_parked();
         if (!reported[i] && stuck_ms[i] >= rt_.opts.long_schedule_ms) {
           reported[i] = true;
           rt_.record_long_schedule(f, stuck_ms[i]);

@@ -203,10 +203,13 @@ fiber* worker::steal() {
     }
   }
   if (fiber* f = from_inject(rt.inject.pop())) return f;
-  // Last pass: a worker stuck in one long fiber must not starve its run next.
+  // Last pass: a worker stuck in one long fiber must not starve its run next
+  // or its timers.
   for (unsigned i = 0; i < n; ++i) {
     worker* v = rt.workers[(start + i) % n].get();
     if (v == this || !v->stuck.load(std::memory_order_relaxed)) continue;
+    if (uint64_t now = now_ms(); v->timers.earliest() <= now) v->timers.advance(now, &wake_from_timer, this);
+    if (fiber* f = ring.pop()) return f;  // what those timers woke
     if (!v->run_next.load(std::memory_order_relaxed)) continue;
     if (fiber* f = v->run_next.exchange(nullptr, std::memory_order_acq_rel)) {
       steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -63,6 +63,12 @@ timer_entry* timer_service::add(uint64_t deadline_ms, void (*fire)(void*), void 
 }
 
 std::size_t timer_service::advance(uint64_t now_ms, wake_fn wake, void* ctx) {
+  // acquire/release: the previous advancer's due_ and wheel work is visible.
+  if (advancing_.exchange(true, std::memory_order_acquire)) return 0;
+  struct done_t {
+    std::atomic<bool>& f;
+    ~done_t() { f.store(false, std::memory_order_release); }
+  } done{advancing_};
   std::size_t fired = 0;
   {
     std::lock_guard<spinlock> g(lock_);

@@ -50,7 +50,10 @@ class timer_service {
   timer_entry* add(uint64_t deadline_ms, void (*fire)(void*), void (*drop)(void*), void* arg);
   void note_cancelled() noexcept { cancelled_.fetch_add(1, std::memory_order_relaxed); }
 
-  // The owning worker: fires what is due at now_ms. Returns how many fired.
+  // Fires what is due at now_ms; returns how many fired. Normally the owning
+  // worker; another worker may too when the owner is stuck in one long fiber
+  // (its timers must not wait for it). One advancer at a time: a caller that
+  // finds another one advancing returns 0 at once.
   std::size_t advance(uint64_t now_ms, wake_fn wake, void* ctx);
 
   // Any thread: a lower bound of the next deadline (UINT64_MAX: none).
@@ -70,7 +73,8 @@ class timer_service {
   timer_wheel wheel_;
   std::atomic<uint64_t> earliest_{UINT64_MAX};
   std::atomic<uint64_t> cancelled_{0};
-  std::vector<timer_entry*> due_;  // owner only, reused
+  std::vector<timer_entry*> due_;  // the current advancer's, reused
+  std::atomic<bool> advancing_{false};
 };
 
 }  // namespace herd::rt

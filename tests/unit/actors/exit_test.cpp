@@ -242,7 +242,7 @@ TEST_CASE("exit signals interrupt sleep and yield loops", "[exit]") {
   CHECK(ms < 2000);
 }
 
-TEST_CASE("a process that catches everything around its receive is unwound again at each blocking point; "
+TEST_CASE("a process that catches everything around its receive is unwound again at each blocking point - "
           "its exit reason stays the signal's",
           "[exit]") {
   unsigned workers = HERD_WORKERS();

@@ -136,7 +136,7 @@ TEST_CASE("hibernate(fn) from deep in a call chain unwinds the frames it leaves,
   CHECK_FALSE(st.after_hibernate);
 }
 
-TEST_CASE("the root can hibernate (deep form); its continuation's end is the root's end", "[hibernate]") {
+TEST_CASE("the root can hibernate (deep form) - its continuation's end is the root's end", "[hibernate]") {
   unsigned workers = HERD_WORKERS();
   int got = 0;
   std::atomic<int> dtors{0};
@@ -215,7 +215,7 @@ TEST_CASE("a hibernated process gives its stack back to the pool", "[hibernate][
   CHECK(woke == int(n_procs));
 }
 
-TEST_CASE("an exit signal ends a hibernated process without running fn; fn's captures are destroyed",
+TEST_CASE("an exit signal ends a hibernated process without running fn - fn's captures are destroyed",
           "[hibernate][exit]") {
   unsigned workers = HERD_WORKERS();
   std::atomic<int> dtors{0};

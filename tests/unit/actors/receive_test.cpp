@@ -92,7 +92,7 @@ TEST_CASE("for one message, handlers are tried in order and the first that accep
   CHECK(which == std::vector<int>{1, 2});
 }
 
-TEST_CASE("a guard skips the messages it refuses; they stay, in order", "[receive]") {
+TEST_CASE("a guard skips the messages it refuses - they stay, in order", "[receive]") {
   unsigned workers = HERD_WORKERS();
   std::vector<int> big, rest;
   std::size_t left = 99;
@@ -114,7 +114,7 @@ TEST_CASE("a guard skips the messages it refuses; they stay, in order", "[receiv
   CHECK(left == 0);
 }
 
-TEST_CASE("a guard sees the message without consuming it; guards run per message, oldest first", "[receive]") {
+TEST_CASE("a guard sees the message without consuming it - guards run per message, oldest first", "[receive]") {
   std::vector<int> guard_calls;
   int got = 0;
   auto r = run_node(herd::test::opts(1), [&] {

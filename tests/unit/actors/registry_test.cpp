@@ -135,7 +135,7 @@ TEST_CASE("a taken name: spawn throws spawn_error, register_name returns false, 
   CHECK(*where == first);
 }
 
-TEST_CASE("a process has at most one name; after unregistering it may take another", "[registry]") {
+TEST_CASE("a process has at most one name - after unregistering it may take another", "[registry]") {
   bool first = false, second = true, third = false;
   std::optional<herd::pid> w1, w2, w3;
   herd::pid child;

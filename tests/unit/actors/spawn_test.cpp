@@ -159,7 +159,7 @@ TEST_CASE("on one worker, runnable high-priority processes run before normal one
   CHECK(order == std::vector<int>{hi, hi, hi, no, no, no, lo, lo, lo});
 }
 
-TEST_CASE("arguments are moved or copied into the process; a move-only argument works", "[spawn]") {
+TEST_CASE("arguments are moved or copied into the process - a move-only argument works", "[spawn]") {
   unsigned workers = HERD_WORKERS();
   int got = 0;
   std::string s;

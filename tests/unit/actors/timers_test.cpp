@@ -23,7 +23,7 @@ struct stop {};
 
 using namespace timers_test_msgs;
 
-TEST_CASE("sleep sleeps about the time asked; messages that arrive meanwhile stay queued", "[timers]") {
+TEST_CASE("sleep sleeps about the time asked - messages that arrive meanwhile stay queued", "[timers]") {
   unsigned workers = HERD_WORKERS();
   double ms = 0, zero_ms = 1e9;
   std::size_t queued = 0;
@@ -83,7 +83,7 @@ TEST_CASE("send_after timers fire in deadline order", "[timers]") {
   CHECK(order == std::vector<int>{10, 30, 50, 70, 90});
 }
 
-TEST_CASE("cancel_timer before it fires prevents delivery and returns true; after it fired, false",
+TEST_CASE("cancel_timer before it fires prevents delivery and returns true - after it fired, false",
           "[timers]") {
   unsigned workers = HERD_WORKERS();
   bool cancelled = false, cancelled_twice = true, delivered = true, late_cancel = true;
@@ -283,7 +283,7 @@ TEST_CASE("deterministic mode: the virtual clock does not jump while blocking() 
   CHECK(virt == 0);
 }
 
-TEST_CASE("send_after with a zero or negative delay delivers at once; a huge delay can be read and cancelled",
+TEST_CASE("send_after with a zero or negative delay delivers at once - a huge delay can be read and cancelled",
           "[timers]") {
   unsigned workers = HERD_WORKERS();
   int zero = 0, negative = 0;

@@ -310,7 +310,7 @@ constexpr uint32_t k_stress_items = k_tsan ? 2'000'000 : 10'000'000;
 
 }  // namespace
 
-TEST_CASE("local_queue: stress, owner pushes and pops while 1 thief steals; every item seen exactly once",
+TEST_CASE("local_queue: stress, owner pushes and pops while 1 thief steals - every item seen exactly once",
           "[local_queue][stress]") {
   stress<256>(k_stress_items, 1, 0);
 }

@@ -330,7 +330,7 @@ TEST_CASE("a fault outside every guard is handed back and crashes as it would ha
   CHECK(r.err.find("herd: stack overflow") == std::string::npos);
 }
 
-TEST_CASE("mprotect guards work when forced and cost two mappings per stack; madv_guard costs none", "[stack]") {
+TEST_CASE("mprotect guards work when forced and cost two mappings per stack - madv_guard costs none", "[stack]") {
   {
     stack_allocator allocator(test_options(guard_kind::mprotect));
     CHECK(allocator.guard() == guard_kind::mprotect);
