@@ -2,11 +2,11 @@
 # herd::runtime / herd::actors (which carry -fstack-clash-protection).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS herd_runtime herd_actors EXPORT herdTargets
+install(TARGETS herd_runtime herd_actors herd_supervisors EXPORT herdTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY runtime/include/herd actors/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/herd actors/include/herd supervisors/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT herdTargets NAMESPACE herd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 configure_package_config_file(cmake/herdConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/herdConfig.cmake

@@ -285,6 +285,7 @@ pid launch(process* p, const spawn_options& o) {
     return fail(err.empty() ? "herd: cannot spawn: no stack" : err);
   }
   p->spawned_ms = rt::coarse_now_ms();
+  p->parent = self();
   n->table.publish(id, p);
   if (!o.name.empty() && !register_process(o.name, p)) {
     n->table.unpublish(id);
@@ -321,6 +322,11 @@ pid self() noexcept {
   // acq_rel: pairs with the acquire loads at blocking points.
   if (!p->pending_exit.compare_exchange_strong(expected, r, std::memory_order_acq_rel)) delete r;
   throw detail::exit_unwind{};
+}
+
+pid parent() noexcept {
+  detail::process* p = detail::self_process();
+  return p ? p->parent : no_pid;
 }
 
 void exit(pid target, exit_reason reason) {

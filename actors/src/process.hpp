@@ -40,6 +40,7 @@ struct alignas(64) process final : rt::fiber {
   exit_reason* final_reason = nullptr;  // set when the fiber ends (heap, owned); nullptr: normal
   std::atomic<interned_name*> name{nullptr};
   uint64_t spawned_ms = 0;
+  pid parent;                        // who spawned it (no_pid: a foreign thread); set before start
   uint32_t body_size = 0;
   bool is_root = false;              // set before start; the node waits for it
   uint32_t exits_swallowed = 0;      // owner: exit_unwind thrown and caught by user code

@@ -100,6 +100,21 @@ bool unregister_name(std::string_view name) {
 
 std::optional<pid> whereis(std::string_view name) { return detail::lookup_name(name); }
 
+std::optional<std::string> registered_name(pid p) {
+  detail::node_state* n = detail::current_node();
+  if (!n) return std::nullopt;
+  // The shared lock keeps the name from being released (that takes it alone);
+  // the read guard keeps the process's slot from being reused under us.
+  detail::registry_state& r = detail::reg();
+  std::shared_lock<std::shared_mutex> g(r.m);
+  rt::foreign_read_guard fg;
+  detail::process* proc = n->table.lookup(p);
+  if (!proc) return std::nullopt;
+  detail::interned_name* in = proc->name.load(std::memory_order_acquire);
+  if (!in) return std::nullopt;
+  return in->text;
+}
+
 std::vector<std::pair<std::string, pid>> registered() {
   detail::registry_state& r = detail::reg();
   std::shared_lock<std::shared_mutex> g(r.m);

@@ -19,7 +19,7 @@ int usage(const char* why) {
                "actorbench: %s\n"
                "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate]\n"
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
-               "  ring N ROUNDS | fanin SENDERS PER_SENDER\n",
+               "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS\n",
                why);
   return 2;
 }
@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
     }
   }
   size_t want = 0;
-  if (c.workload == "skynet" || c.workload == "spawn_idle" || c.workload == "pingpong") want = 1;
+  if (c.workload == "skynet" || c.workload == "spawn_idle" || c.workload == "pingpong" ||
+      c.workload == "call" || c.workload == "restart")
+    want = 1;
   else if (c.workload == "pingpong_many" || c.workload == "ring" || c.workload == "fanin") want = 2;
   else return usage(("unknown workload '" + c.workload + "'").c_str());
   if (c.args.size() != want) return usage("wrong number of arguments");

@@ -36,9 +36,11 @@ WORKLOADS = {
     "pingpong_many": (["pingpong_many", "1000", "2000"], ["pingpong_many", "100", "200"]),
     "ring": (["ring", "10000", "100"], ["ring", "1000", "10"]),
     "fanin": (["fanin", "1000", "1000"], ["fanin", "100", "100"]),
+    "call": (["call", "1000000"], ["call", "10000"]),
+    "restart": (["restart", "100000"], ["restart", "1000"]),
 }
 
-LOWER_BETTER = {"ns_per_rt", "bytes_per_actor"}
+LOWER_BETTER = {"ns_per_rt", "bytes_per_actor", "ns_per_call", "p50_us", "p99_us"}
 HIGHER_BETTER = {"msgs_per_s", "hops_per_s"}
 
 

@@ -16,6 +16,8 @@ struct config {
 
 // Runs in the root process.
 void run_workload(const config& c);
+// workloads_failure.cpp: call, restart. False if c.workload is not one of them.
+bool run_failure_workload(const config& c);
 // Printed on every RESULT line.
 std::string common_keys(const config& c);
 

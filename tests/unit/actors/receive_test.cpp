@@ -92,6 +92,41 @@ TEST_CASE("for one message, handlers are tried in order and the first that accep
   CHECK(which == std::vector<int>{1, 2});
 }
 
+TEST_CASE("an any_message handler takes whatever the handlers before it refuse, oldest first", "[receive]") {
+  std::vector<std::string> seen;
+  int typed = 0, guarded_skips = 0;
+  bool got_b = false;
+  auto r = run_node(herd::test::opts(1), [&] {
+    herd::pid me = herd::self();
+    herd::send(me, junk{1});
+    herd::send(me, a{7});
+    herd::send(me, b{9});
+    herd::send(me, std::string("text"));
+    // a is taken by its own handler only when it is the oldest message left.
+    for (int i = 0; i < 4; ++i)
+      herd::receive([&](a x) { typed += x.v; },
+                    [&](const herd::any_message& m) {
+                      seen.emplace_back(m.type_name());
+                      if (const b* pb = m.get<b>()) got_b = pb->v == 9;
+                      CHECK(m.get<a>() == nullptr);
+                    });
+    // A guarded catch-all: what it refuses stays.
+    herd::send(me, junk{2});
+    herd::send(me, b{3});
+    herd::receive(herd::when([&](const herd::any_message& m) { ++guarded_skips; return m.is<b>(); },
+                             [](herd::any_message) {}));
+    herd::receive([](junk) {}, herd::after(0ms, [] { FAIL("junk was taken"); }));
+  });
+  CHECK(r.is_normal());
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0] == "receive_test_msgs::junk");
+  CHECK(seen[1] == "receive_test_msgs::b");
+  CHECK(seen[2].find("basic_string") != std::string::npos);
+  CHECK(typed == 7);
+  CHECK(got_b);
+  CHECK(guarded_skips == 2);
+}
+
 TEST_CASE("a guard skips the messages it refuses - they stay, in order", "[receive]") {
   unsigned workers = HERD_WORKERS();
   std::vector<int> big, rest;

@@ -192,6 +192,30 @@ TEST_CASE("a name is released when its process exits and can be registered again
   CHECK(herd::registered().empty());
 }
 
+TEST_CASE("registered_name tells a process's name, and nothing once it is unregistered or dead", "[registry]") {
+  std::optional<std::string> before, named, after_unreg, dead_name, unknown;
+  auto r = run_node(herd::test::opts(2), [&] {
+    herd::pid child = herd::spawn(echo_until_stop);
+    before = herd::registered_name(child);
+    herd::register_name("registry_test.named", child);
+    named = herd::registered_name(child);
+    herd::unregister_name("registry_test.named");
+    after_unreg = herd::registered_name(child);
+    herd::pid dead = herd::spawn({.name = "registry_test.dying"}, [] {});
+    herd::test::eventually([&] { return !herd::whereis("registry_test.dying"); }, 2000ms);
+    dead_name = herd::registered_name(dead);
+    unknown = herd::registered_name(herd::pid{});
+    herd::send(child, stop{});
+  });
+  CHECK(r.is_normal());
+  CHECK_FALSE(before.has_value());
+  REQUIRE(named.has_value());
+  CHECK(*named == "registry_test.named");
+  CHECK_FALSE(after_unreg.has_value());
+  CHECK_FALSE(dead_name.has_value());
+  CHECK_FALSE(unknown.has_value());
+}
+
 TEST_CASE("send to an unknown name returns false and the message is freed", "[registry]") {
   bool sent = true;
   auto r = run_node(herd::test::opts(1), [&] { sent = herd::send("registry_test.nobody", std::string(1000, 'x')); });

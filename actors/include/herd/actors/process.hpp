@@ -22,6 +22,11 @@ void check_exit_after_blocking();
 // This process's pid; no_pid outside a process (any thread).
 pid self() noexcept;
 
+// The process that spawned this one (proc_lib's parent): no_pid for the root,
+// for a process spawned from a foreign thread, and outside a process. A
+// supervisor's children get their supervisor. It may have exited since.
+pid parent() noexcept;
+
 // Ends this process with `reason`: the stack unwinds (destructors run) and the
 // reason is what links and monitors will see. Never returns.
 [[noreturn]] void exit(exit_reason reason);

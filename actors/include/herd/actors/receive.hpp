@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -59,6 +60,26 @@ template <class P, class F>
 guarded<std::decay_t<P>, std::decay_t<F>> when(P&& pred, F&& fn) {
   return {std::forward<P>(pred), std::forward<F>(fn)};
 }
+
+// A handler taking `any_message` (by value or const&) accepts every message:
+// Erlang's `_ ->` clause. It is a view, valid during the handler: ask for the
+// type's name, test for a type, or read the value.
+//
+//   herd::receive([](const job& j) { ... },
+//                 [](const herd::any_message& m) { log("unexpected", m.type_name()); });
+class any_message {
+ public:
+  explicit any_message(detail::message* m) noexcept : m_(m) {}
+  std::string_view type_name() const noexcept { return {m_->ops->name, m_->ops->name_len}; }
+  template <class T>
+  bool is() const noexcept { return m_->type == detail::type_id<T>; }
+  // nullptr unless the message is a T.
+  template <class T>
+  T* get() const noexcept { return is<T>() ? &m_->template as<T>() : nullptr; }
+
+ private:
+  detail::message* m_;
+};
 
 // A position in the mailbox: receive_after(mark, ...) looks only at messages
 // that arrived after it — a reply behind 100,000 unmatched messages is found
@@ -133,10 +154,16 @@ template <class Tuple, std::size_t I>
 bool try_handler(Tuple& hs, message* m) {
   using H = std::tuple_element_t<I, Tuple>;
   using T = handler_value_t<H>;
-  if (m->type != type_id<T>) return false;
-  if constexpr (handler_traits<std::decay_t<H>>::has_guard)
-    return handler_traits<std::decay_t<H>>::guard(std::get<I>(hs), m->as<T>());
-  return true;
+  if constexpr (std::is_same_v<T, any_message>) {
+    if constexpr (handler_traits<std::decay_t<H>>::has_guard)
+      return handler_traits<std::decay_t<H>>::guard(std::get<I>(hs), any_message{m});
+    return true;
+  } else {
+    if (m->type != type_id<T>) return false;
+    if constexpr (handler_traits<std::decay_t<H>>::has_guard)
+      return handler_traits<std::decay_t<H>>::guard(std::get<I>(hs), m->as<T>());
+    return true;
+  }
 }
 
 template <class Tuple, std::size_t... I>
@@ -151,7 +178,12 @@ decltype(auto) call_handler(Tuple& hs, message* m) {
   using H = std::tuple_element_t<I, Tuple>;
   using A = handler_arg_t<H>;
   using T = handler_value_t<H>;
-  return handler_traits<std::decay_t<H>>::fn(std::get<I>(hs))(static_cast<A&&>(m->as<T>()));
+  if constexpr (std::is_same_v<T, any_message>) {
+    any_message view{m};
+    return handler_traits<std::decay_t<H>>::fn(std::get<I>(hs))(static_cast<A&&>(view));
+  } else {
+    return handler_traits<std::decay_t<H>>::fn(std::get<I>(hs))(static_cast<A&&>(m->as<T>()));
+  }
 }
 
 template <class R, class Tuple, std::size_t... I>

@@ -15,6 +15,8 @@ bool register_name(std::string_view name, pid p);
 // False if nothing is registered under the name.
 bool unregister_name(std::string_view name);
 std::optional<pid> whereis(std::string_view name);
+// The name a live process is registered under (process_info(P, registered_name)).
+std::optional<std::string> registered_name(pid p);
 std::vector<std::pair<std::string, pid>> registered();
 
 }  // namespace herd

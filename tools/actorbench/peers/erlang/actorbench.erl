@@ -1,4 +1,6 @@
-%% Erlang/OTP peer of herd's actorbench: plain processes, `!` and `receive`.
+%% Erlang/OTP peer of herd's actorbench: plain processes, `!` and `receive`;
+%% `call` and `restart` use OTP's gen_server and supervisor (this module is
+%% the callback module of both: init/1 tells them apart by its argument).
 %%
 %% Run (args after -extra; scheduler count comes from +S, --workers may only
 %% lower it via schedulers_online):
@@ -9,6 +11,9 @@
 %% spawned via MFA so no closure is captured per process
 -export([skynet/3, idle/2, idle_wake/1, pong/0, ping/3, ring_node/1,
          ring_first/0, fanin_recv/2, fanin_send/2]).
+%% gen_server and supervisor callbacks, and the restart workload's child
+-export([init/1, handle_call/3, handle_cast/2, restart_child_start/1,
+         restart_child/1]).
 
 main() ->
     try run(parse(init:get_plain_arguments())) of
@@ -18,7 +23,8 @@ main() ->
             io:format(standard_error, "actorbench: ~s~n"
                       "usage: skynet N | spawn_idle N [--hibernate] | "
                       "pingpong RTS | pingpong_many PAIRS RTS | "
-                      "ring N LAPS | fanin SENDERS MSGS  [--workers N]~n",
+                      "ring N LAPS | fanin SENDERS MSGS | call CALLS | "
+                      "restart RESTARTS  [--workers N]~n",
                       [Msg]),
             halt(2)
     end.
@@ -53,6 +59,8 @@ run({["pingpong", N], _}) -> pingpong(pos_int(N));
 run({["pingpong_many", P, R], _}) -> pingpong_many(pos_int(P), pos_int(R));
 run({["ring", N, L], _}) -> ring(pos_int(N), pos_int(L));
 run({["fanin", S, M], _}) -> fanin(pos_int(S), pos_int(M));
+run({["call", N], _}) -> call(pos_int(N));
+run({["restart", N], _}) -> restart(pos_int(N));
 run({Pos, _}) -> throw({usage, "bad workload/arguments: " ++ lists:join(" ", Pos)}).
 
 result(Workload, KVs) ->
@@ -211,3 +219,67 @@ fanin_recv(Coord, K) -> receive {msg, _} -> fanin_recv(Coord, K - 1) end.
 
 fanin_send(_, 0) -> ok;
 fanin_send(Recv, K) -> Recv ! {msg, K}, fanin_send(Recv, K - 1).
+
+%% ---- call -------------------------------------------------------------------
+%% Round trips of gen_server:call (default 5 s timeout, as herd's) to a
+%% gen_server that replies with the request.
+
+call(N) ->
+    {ok, S} = gen_server:start(?MODULE, echo, []),
+    T0 = now_ns(),
+    Sum = call_loop(S, 0, N, 0),
+    T1 = now_ns(),
+    ok = gen_server:stop(S),
+    Sum =:= N * (N - 1) div 2 orelse error({bad_sum, Sum}),
+    result(call, [{calls, N}, {ns_per_call, (T1 - T0) / N}]).
+
+call_loop(_, N, N, Acc) -> Acc;
+call_loop(S, I, N, Acc) -> call_loop(S, I + 1, N, Acc + gen_server:call(S, I)).
+
+init(echo) -> {ok, nostate};
+init({restart_sup, Coord}) ->
+    %% one_for_one, intensity 100,010 restarts within 1 s: never reached here
+    {ok, {#{strategy => one_for_one, intensity => 100010, period => 1},
+          [#{id => child, start => {?MODULE, restart_child_start, [Coord]},
+             restart => permanent, shutdown => brutal_kill, type => worker}]}}.
+
+handle_call(Req, _From, St) -> {reply, Req, St}.
+handle_cast(_Msg, St) -> {noreply, St}.
+
+%% ---- restart ----------------------------------------------------------------
+%% A real OTP supervisor restarts its one permanent child, which tells the
+%% benchmark it started and crashes when told to. Per restart: the time from
+%% the crash order to the new child's `started`. Logging is off (no crash or
+%% supervisor reports), so BEAM is measured at its best.
+
+restart(N) ->
+    logger:set_primary_config(level, none),
+    {ok, Sup} = supervisor:start_link(?MODULE, {restart_sup, self()}),
+    First = receive {started, P} -> P end,
+    Lat = restart_loop(N, First, []),
+    unlink(Sup),
+    exit(Sup, shutdown),
+    Sorted = list_to_tuple(lists:sort(Lat)),
+    result(restart, [{restarts, N},
+                     {p50_us, pct(Sorted, 0.50)},
+                     {p99_us, pct(Sorted, 0.99)}]).
+
+restart_loop(0, _, Acc) -> Acc;
+restart_loop(K, Child, Acc) ->
+    T0 = now_ns(),
+    Child ! crash,
+    receive {started, New} ->
+        T1 = now_ns(),
+        restart_loop(K - 1, New, [(T1 - T0) / 1000.0 | Acc])
+    end.
+
+%% Nearest rank: the ceil(P * N)-th smallest (1-based), as herd's.
+pct(Sorted, P) ->
+    N = tuple_size(Sorted),
+    element(max(1, min(N, ceil(P * N))), Sorted).
+
+restart_child_start(Coord) -> {ok, spawn_link(?MODULE, restart_child, [Coord])}.
+
+restart_child(Coord) ->
+    Coord ! {started, self()},
+    receive crash -> exit(crash) end.

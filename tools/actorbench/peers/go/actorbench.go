@@ -25,7 +25,8 @@ const (
 
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "actorbench: %s\nusage: skynet N | spawn_idle N [--hibernate] | "+
-		"pingpong RTS | pingpong_many PAIRS RTS | ring N LAPS | fanin SENDERS MSGS  [--workers N]\n", msg)
+		"pingpong RTS | pingpong_many PAIRS RTS | ring N LAPS | fanin SENDERS MSGS | "+
+		"call CALLS | restart RESTARTS  [--workers N]\n", msg)
 	os.Exit(2)
 }
 
@@ -86,6 +87,12 @@ func main() {
 		ring(posInt(pos[1]), posInt(pos[2]))
 	case w == "fanin" && n == 2:
 		fanin(posInt(pos[1]), posInt(pos[2]))
+	case w == "call" && n == 1:
+		call(posInt(pos[1]))
+	case w == "restart" && n == 1:
+		posInt(pos[1])
+		// Go has no supervisor; a hand-written restart loop is not the same thing.
+		result("restart", "unsupported=1")
 	default:
 		usage("bad workload/arguments: " + strings.Join(pos, " "))
 	}
@@ -282,4 +289,36 @@ func fanin(senders, msgs int) {
 	<-done
 	d := time.Since(t0)
 	result("fanin", kvf("wall_ms", ms(d)), kvi("msgs_per_s", perS(senders*msgs, d)), "cross_core_pct=na")
+}
+
+// ---- call: a server goroutine reads requests from its channel; each request
+// carries a fresh reply channel (a call's own reply address, as
+// gen_server:call's monitor reference), answered with the request's value.
+
+type callReq struct {
+	v     int
+	reply chan int
+}
+
+func call(n int) {
+	reqs := make(chan callReq, singleCap)
+	go func() {
+		for r := range reqs {
+			r.reply <- r.v
+		}
+	}()
+	sum := 0
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		reply := make(chan int, 1)
+		reqs <- callReq{i, reply}
+		sum += <-reply
+	}
+	d := time.Since(t0)
+	close(reqs)
+	if sum != n*(n-1)/2 {
+		fmt.Fprintf(os.Stderr, "actorbench: call bad sum %d\n", sum)
+		os.Exit(1)
+	}
+	result("call", kvi("calls", int64(n)), kvf("ns_per_call", float64(d.Nanoseconds())/float64(n)))
 }
