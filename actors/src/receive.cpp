@@ -23,8 +23,11 @@ process* require_self(const char* what) {
 
 }  // namespace
 
+// 0 stands for "already passed" (after(0) and negative timeouts): receive_scan
+// then returns without reading the clock.
 uint64_t receive_deadline(std::chrono::milliseconds timeout) noexcept {
   if (timeout == infinity) return rt::no_deadline;
+  if (timeout.count() <= 0) return 0;
   return rt::deadline_after(timeout);
 }
 
@@ -71,7 +74,9 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
       }
     }
     if (expired || no_block) return nullptr;
-    if (deadline != rt::no_deadline && rt::now_ms() >= deadline) return nullptr;
+    // The worker's coarse clock (no clock read) lags the real one: a deadline
+    // that passed unnoticed here is armed anyway and fires at once.
+    if (deadline != rt::no_deadline && (deadline == 0 || rt::coarse_now_ms() >= deadline)) return nullptr;
     expired = rt::park_until(p, deadline);
     no_block = exit_pending_at_blocking_point(p);
   }
