@@ -1,0 +1,3 @@
+module herd/connbench/echo
+
+go 1.19
