@@ -2,11 +2,15 @@
 # herd::runtime / herd::actors (which carry -fstack-clash-protection).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS herd_runtime herd_actors herd_supervisors EXPORT herdTargets
+install(TARGETS herd_runtime herd_actors herd_supervisors herd_net herd_module_api EXPORT herdTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY runtime/include/herd actors/include/herd supervisors/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/herd actors/include/herd supervisors/include/herd net/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The module ABI header is generated (cmake/herd_module.cmake); herd_add_module for users.
+install(FILES ${PROJECT_BINARY_DIR}/actors/generated/herd/actors/module_abi_config.hpp
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/herd/actors)
+install(FILES cmake/herd_module.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 install(EXPORT herdTargets NAMESPACE herd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 configure_package_config_file(cmake/herdConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/herdConfig.cmake

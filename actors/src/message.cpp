@@ -37,10 +37,14 @@ __attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block 
 }
 
 void destroy_message(message* m) noexcept {
+  // The ops table lives with the type's code: read the owner before running
+  // it, and drop the reference only after it has returned.
+  module_anchor* owner = m->ops->owner;
   m->ops->destroy(m->payload());
   m->~message();
   alloc::deallocate(m);
   count_message(-1);
+  if (__builtin_expect(owner != nullptr, 0)) module_release(owner);
 }
 
 std::ptrdiff_t live_messages_total() noexcept {

@@ -227,6 +227,13 @@ void check_exit_after_blocking() {
   }
 }
 
+bool blocking_point() {
+  process* p = self_process();
+  if (!p) return false;
+  drain_mailbox(p);
+  return exit_pending_at_blocking_point(p);
+}
+
 process* allocate_process(std::size_t body_size) {
   std::size_t sz = sizeof(process) + ((body_size + 15) & ~std::size_t(15));
   auto* p = new (alloc::allocate(sz)) process;

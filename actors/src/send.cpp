@@ -1,3 +1,4 @@
+#include <herd/actors/detail/deferred.hpp>
 #include <herd/actors/send.hpp>
 #include <herd/runtime/sched.hpp>
 
@@ -5,6 +6,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
+#include "signals.hpp"
 
 namespace herd::detail {
 
@@ -42,6 +44,27 @@ bool deliver(std::string_view name, message* m) noexcept {
     return false;
   }
   return deliver(*to, m);
+}
+
+bool post_deferred(pid to, message* note) noexcept {
+  node_state* n = current_node();
+  note->kind = kind_deferred;
+  bool delivered = false;
+  if (n) {
+    // On a worker (in a fiber, or dispatching I/O readiness — a poll counts
+    // for reclamation until its dispatch ends, see runtime qsbr.hpp) the
+    // looked-up control block stays valid until we are done; the guard only
+    // acts on foreign threads.
+    rt::foreign_read_guard g;
+    if (process* p = n->table.lookup(to)) {
+      p->mbox.push(note);
+      if (rt::fiber* me = rt::current()) rt::wake_from(me, p);
+      else rt::wake(p);
+      delivered = true;
+    }
+  }
+  if (!delivered) static_cast<const deferred_ops*>(note->ops)->discard(note, to);
+  return delivered;
 }
 
 }  // namespace herd::detail

@@ -8,6 +8,7 @@
 #include "signals.hpp"
 
 #include <herd/actors/call.hpp>
+#include <herd/actors/detail/deferred.hpp>
 #include <herd/actors/send.hpp>
 #include <herd/runtime/sched.hpp>
 
@@ -112,8 +113,16 @@ message* act_on(process* p, message* m) {
   }
 }
 
+void discard_deferred(process* p, message* m) noexcept {
+  static_cast<const deferred_ops*>(m->ops)->discard(m, p->id);
+}
+
 // Answers a request found in the mailbox of a process that has ended.
 void answer_as_dead(process* p, message* m, const exit_reason& reason) {
+  if (m->kind == kind_deferred) {
+    discard_deferred(p, m);
+    return;
+  }
   if (m->kind == kind_link) {
     send_signal(m->as<sig_link>().from, kind_exit, sig_exit{p->id, reason, true});
   } else if (m->kind == kind_monitor) {
@@ -166,9 +175,25 @@ message* drain_mailbox(process* p) {
     return m;
   }
   message* first = nullptr;
-  uint64_t consumed = 0;  // signals acted on, late replies dropped: no longer waiting
+  int64_t consumed = 0;  // signals acted on, late replies dropped: no longer waiting
   while (m) {
     message* next = next_of(m);
+    if (m->kind == kind_deferred) {
+      // The note goes back to its source inside materialize (which may post
+      // it again at once: `next` was read before). It counted as one
+      // enqueued message; what it turns into counts in its place.
+      message* made = static_cast<const deferred_ops*>(m->ops)->materialize(m, p->id);
+      ++consumed;
+      while (made) {
+        message* after = next_of(made);
+        mb.append(made);
+        if (!first) first = made;
+        --consumed;
+        made = after;
+      }
+      m = next;
+      continue;
+    }
     if (message* keep = m->kind == kind_user ? m : act_on(p, m)) {
       mb.append(keep);
       if (!first) first = keep;
@@ -178,7 +203,8 @@ message* drain_mailbox(process* p) {
     m = next;
   }
   if (consumed)
-    mb.dequeued.store(mb.dequeued.load(std::memory_order_relaxed) + consumed, std::memory_order_relaxed);
+    mb.dequeued.store(mb.dequeued.load(std::memory_order_relaxed) + static_cast<uint64_t>(consumed),
+                      std::memory_order_relaxed);
   return first;
 }
 
@@ -187,6 +213,8 @@ void announce_death(process* p, const exit_reason& reason) {
     message* next = next_of(m);
     if (m->kind == kind_user) {
       destroy_message(m);
+    } else if (m->kind == kind_deferred) {
+      discard_deferred(p, m);
     } else if (m->kind == kind_link || m->kind == kind_monitor || m->kind == kind_call) {
       answer_as_dead(p, m, reason);  // they came before the end: the real reason
     } else {

@@ -15,6 +15,9 @@
 //   kind_call                    a call's request: filed as a message, and the
 //                                caller now monitors this process (with the
 //                                call's ref) until the reply drops it
+//   kind_deferred                a source's notification (detail/deferred.hpp):
+//                                materialized into messages at the drain,
+//                                handed back to its source when discarded
 #pragma once
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/links.hpp>
@@ -39,6 +42,7 @@ enum : uint32_t {
   kind_down,
   kind_alias,
   kind_call,  // a call_request: a message that also sets up a monitor of the server
+  kind_deferred,  // a deferred_ops note (never freed here: it belongs to its source)
 };
 
 struct sig_link {

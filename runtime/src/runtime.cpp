@@ -73,7 +73,7 @@ runtime_impl::runtime_impl(const runtime_options& o)
       stacks(stack_opts(opts)),
       foreign_stacks(stacks),
       idle_state(n_workers),
-      reclaim(n_workers),
+      reclaim(n_workers, &io),
       blocking(opts.blocking_threads) {
   stacks.set_background(
       [](void* pool, void (*job)(void*), void* arg) {

@@ -50,6 +50,10 @@ int poller::del(int fd) noexcept {
 int poller::poll(int timeout_ms) noexcept {
   epoll_event evs[256];
   polls_.fetch_add(1, std::memory_order_relaxed);
+  // seq_cst: pairs with qsbr's snapshot of begun() (a poll that starts after
+  // the snapshot began its epoll_wait after the EPOLL_CTL_DEL / unpublishing
+  // that preceded it, so it cannot return the retired source).
+  uint64_t epoch = begun_.fetch_add(1, std::memory_order_seq_cst) + 1;
   int n = epoll_wait(epfd_, evs, 256, timeout_ms);
   int dispatched = 0;
   for (int i = 0; i < n; ++i) {
@@ -64,6 +68,8 @@ int poller::poll(int timeout_ms) noexcept {
     src->on_ready(src, evs[i].events);
     ++dispatched;
   }
+  // seq_cst: pairs with qsbr::grace_over's load: the dispatch above is done.
+  ended_.store(epoch, std::memory_order_seq_cst);
   return dispatched;
 }
 

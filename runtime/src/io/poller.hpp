@@ -35,6 +35,15 @@ class poller {
   void notify() noexcept;
 
   bool has_sources() const noexcept { return sources_.load(std::memory_order_relaxed) > 0; }
+
+  // Poll epochs, for reclamation (qsbr.hpp). A parked worker polls while it
+  // is offline, so an event it took from epoll_wait (an io_source pointer) or
+  // a process it looks up in on_ready is not covered by the quiescent-state
+  // counts: a grace period must also wait for every poll that had begun when
+  // it started. begun(): polls started (seq_cst, bumped before epoll_wait);
+  // ended(): the number of the last poll whose dispatch finished.
+  uint64_t begun() const noexcept { return begun_.load(std::memory_order_seq_cst); }
+  uint64_t ended() const noexcept { return ended_.load(std::memory_order_seq_cst); }
   uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
 
  private:
@@ -43,6 +52,8 @@ class poller {
   std::atomic<bool> busy_{false};
   std::atomic<int64_t> sources_{0};
   std::atomic<uint64_t> polls_{0};
+  std::atomic<uint64_t> begun_{0};  // written by the token holder only
+  std::atomic<uint64_t> ended_{0};  // written by the token holder only
 };
 
 }  // namespace herd::rt

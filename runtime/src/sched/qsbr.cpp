@@ -1,8 +1,10 @@
 #include "sched/qsbr.hpp"
 
+#include "io/poller.hpp"
+
 namespace herd::rt {
 
-qsbr::qsbr(unsigned workers) : n_(workers), slots_(new slot[workers]) {
+qsbr::qsbr(unsigned workers, poller* io) : n_(workers), io_(io), slots_(new slot[workers]) {
   for (unsigned i = 0; i < n_; ++i) {
     slots_[i].snap.resize(n_);
     slots_[i].snap_offline.resize(n_);
@@ -15,6 +17,10 @@ bool qsbr::grace_over(unsigned w) const noexcept {
     if (i == w || me.snap_offline[i]) continue;
     if (slots_[i].offline.load(std::memory_order_seq_cst)) continue;
     if (slots_[i].count.load(std::memory_order_seq_cst) <= me.snap[i]) return false;
+  }
+  if (io_ && io_->ended() < me.snap_poll) {
+    io_->notify();  // a poll that began before the batch is still going: wake it
+    return false;
   }
   return foreign_readers_.load(std::memory_order_seq_cst) == 0;
 }
@@ -38,6 +44,7 @@ void qsbr::reclaim(unsigned w) {
     me.snap_offline[i] = slots_[i].offline.load(std::memory_order_seq_cst);
     me.snap[i] = slots_[i].count.load(std::memory_order_seq_cst);
   }
+  me.snap_poll = io_ ? io_->begun() : 0;
 }
 
 void qsbr::retire_foreign(void* obj, void (*fn)(void*)) {

@@ -17,6 +17,14 @@
 // after it sees the unpublished (null) entry; loads made before it belong to a
 // section that ends with that bump. Foreign threads bracket their reads with
 // foreign_read_guard and a batch also waits for a moment with none inside.
+//
+// The poller: a parked worker blocks in epoll_wait while offline and then
+// dispatches what it got (on_ready callbacks that hold an io_source pointer
+// and look processes up). Being offline, it would not hold a grace period
+// back; so a batch also snapshots the poller's begun() epoch and waits until
+// ended() reaches it (every poll that had begun is done dispatching). A poll
+// still blocked in epoll_wait is kicked (poller::notify) so an idle node
+// still frees its batches.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -26,6 +34,8 @@
 
 namespace herd::rt {
 
+class poller;
+
 class qsbr {
  public:
   struct retired {
@@ -33,7 +43,7 @@ class qsbr {
     void (*fn)(void*);
   };
 
-  explicit qsbr(unsigned workers);
+  qsbr(unsigned workers, poller* io);
 
   // The worker itself.
   void quiescent(unsigned w) noexcept {
@@ -65,10 +75,12 @@ class qsbr {
     std::vector<retired> pending, sealed;
     std::vector<uint64_t> snap;
     std::vector<uint8_t> snap_offline;
+    uint64_t snap_poll = 0;
   };
   bool grace_over(unsigned w) const noexcept;
 
   unsigned n_;
+  poller* io_;
   std::unique_ptr<slot[]> slots_;
   std::atomic<int64_t> foreign_readers_{0};
   std::atomic<bool> foreign_has_{false};

@@ -8,6 +8,7 @@
 // names, two types in anonymous namespaces of different files can share a
 // name: give message types a named namespace.
 #pragma once
+#include <herd/actors/module_anchor.hpp>
 #include <herd/runtime/alloc.hpp>
 
 #include <atomic>
@@ -46,6 +47,10 @@ struct message_ops {
   const char* name;    // the type's name, for traces and the observer;
   uint32_t name_len;   // not NUL-terminated
   uint32_t size;
+  // The module whose code `destroy` is (see module_anchor.hpp); nullptr for
+  // the host's own types. A message made by module code holds a reference on
+  // it until destroyed.
+  module_anchor* owner = nullptr;
 };
 
 struct message_link {
@@ -72,7 +77,7 @@ struct ops_holder {
   static void destroy(void* p) noexcept { static_cast<T*>(p)->~T(); }
   static constexpr message_ops ops{&destroy, type_name<T>().data(),
                                    static_cast<uint32_t>(type_name<T>().size()),
-                                   static_cast<uint32_t>(sizeof(T))};
+                                   static_cast<uint32_t>(sizeof(T)), &::herd_module_anchor_v1};
 };
 
 // Counts live messages (leak check at node teardown); relaxed, any thread.
@@ -92,6 +97,7 @@ message* make_message(Args&&... args) {
   }
   m->type = type_id<T>;
   m->ops = &ops_holder<T>::ops;
+  if (__builtin_expect(ops_holder<T>::ops.owner != nullptr, 0)) module_retain(ops_holder<T>::ops.owner);
   count_message(1);
   return m;
 }

@@ -17,6 +17,11 @@ namespace detail {
 // later blocking point and the exit reason stays what it was.
 struct exit_unwind {};
 void check_exit_after_blocking();
+// From a process, at a blocking point of a lower layer (a socket's recv or
+// send): drains the mailbox (signals are acted on) and throws exit_unwind if
+// an exit is pending. Returns true when the caller must not block — the
+// stack is already unwinding for an exit (a destructor that sends).
+bool blocking_point();
 }  // namespace detail
 
 // This process's pid; no_pid outside a process (any thread).

@@ -2,6 +2,9 @@
 // the continuation given to hibernate. invoke() returns the continuation to
 // hibernate into, or nullptr when the process is done.
 #pragma once
+#include <herd/actors/module_anchor.hpp>
+#include <herd/runtime/alloc.hpp>
+
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -54,17 +57,29 @@ struct body_impl final : body {
 void* allocate_body(std::size_t size);
 void free_body(body* b) noexcept;
 
+// A continuation made by module code (hibernate): wraps `inner` in a host-side
+// body that holds a reference on module `a` and drops it only after inner's
+// destructor (module code) has returned. Frees inner if it throws. From module
+// code only (a non-null anchor).
+body* wrap_module_body(body* inner, module_anchor* a);
+
 template <class F>
 body* make_heap_body(F&& f) {
   using B = body_impl<std::decay_t<F>>;
   static_assert(alignof(B) <= 16);
   void* mem = allocate_body(sizeof(B));
+  body* b;
   try {
-    return new (mem) B(std::forward<F>(f));
+    b = new (mem) B(std::forward<F>(f));
   } catch (...) {
-    free_body(static_cast<body*>(mem));
+    // Nothing was constructed: free the memory only (free_body would call
+    // the virtual destructor through an unset vptr). allocate_body is
+    // alloc::allocate (actors/src/process.cpp).
+    alloc::deallocate(mem);
     throw;
   }
+  if (__builtin_expect(this_module() != nullptr, 0)) return wrap_module_body(b, this_module());
+  return b;
 }
 
 }  // namespace herd::detail

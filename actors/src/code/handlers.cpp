@@ -1,0 +1,152 @@
+// Handlers made from modules (create, upgrade, destroy) and the host-side
+// wrapper that lets a module's hibernate continuation hold a reference.
+//
+// The one rule here: a reference on a version is dropped only after the last
+// instruction of its code that needed it has returned to host code — after the
+// handler's destructor, after the continuation's destructor, after an
+// exception thrown by module code has been copied into a module_error and
+// destroyed.
+#include <herd/actors/detail/body.hpp>
+#include <herd/actors/module.hpp>
+#include <herd/actors/process.hpp>
+
+#include "code/registry.hpp"
+
+#include <mutex>
+#include <new>
+
+namespace herd::detail {
+
+namespace {
+
+using code::registry;
+
+// Takes a reference on `name`'s current version for a new handler in this
+// process. Throws module_error.
+module_version* reserve_current(std::string_view name, uint64_t interface_id, std::string_view interface_name) {
+  registry& r = registry::get();
+  std::lock_guard<std::mutex> g(r.m);
+  auto it = r.table.find(name);
+  if (it == r.table.end() || !it->second.current)
+    throw module_error("module " + std::string(name) + " has no current version (not loaded)");
+  module_version* v = it->second.current;
+  if (v->interface_id != interface_id)
+    throw module_error("module " + v->name + " " + v->version + " implements " + v->interface_name + ", not " +
+                       std::string(interface_name));
+  module_retain(v->anchor);  // the registry's reference keeps the count above zero
+  if (pid me = herd::self(); me.valid()) v->actors.push_back(me);
+  return v;
+}
+
+void unreserve(module_version* v, pid owner) noexcept {
+  {
+    registry& r = registry::get();
+    std::lock_guard<std::mutex> g(r.m);
+    registry::untrack_locked(v, owner);
+  }
+  module_release(v->anchor);
+}
+
+// Calls the factory of v. On an exception, drops v's reservation and throws
+// module_error (after the module's exception object is gone).
+handler* make(module_version* v, pid owner, const char* what) {
+  std::string failure;
+  try {
+    return v->desc->create();
+  } catch (...) {
+    failure = code::module_exception_text();
+  }
+  unreserve(v, owner);
+  throw module_error("module " + v->name + " " + v->version + ": " + what + " threw " + failure);
+}
+
+// A continuation made by module code: the module's body inside, the
+// reference outside.
+struct module_body final : body {
+  module_body(body* i, module_anchor* a) noexcept : inner(i), owner(a) {}
+  body* invoke() override { return inner->invoke(); }
+  ~module_body() override {
+    free_body(inner);        // module code: returns here
+    module_release(owner);
+  }
+  body* inner;
+  module_anchor* owner;
+};
+
+}  // namespace
+
+handler_slot create_handler(std::string_view name, uint64_t interface_id, std::string_view interface_name) {
+  module_version* v = reserve_current(name, interface_id, interface_name);
+  pid me = herd::self();
+  handler* h = make(v, me, "the factory");
+  return handler_slot{h, v, &v->superseded, me};
+}
+
+void destroy_handler(handler_slot& s) noexcept {
+  handler_slot t = std::exchange(s, {});
+  delete t.h;  // the module's destructor; returns to host code
+  unreserve(t.v, t.owner);
+}
+
+bool upgrade_handler(handler_slot& s) {
+  module_version* ov = s.v;
+  if (!s.h || !s.superseded->load(std::memory_order_relaxed) || ov->never_switch) return false;
+  module_version* nv;
+  pid me = herd::self();
+  {
+    registry& r = registry::get();
+    std::lock_guard<std::mutex> g(r.m);
+    auto it = r.table.find(ov->name);
+    nv = it == r.table.end() ? nullptr : it->second.current;
+    if (!nv || nv == ov || nv->interface_id != ov->interface_id || !nv->upgrades_from(ov->version)) return false;
+    module_retain(nv->anchor);
+    if (me.valid()) nv->actors.push_back(me);
+  }
+  std::string failure;
+  std::string state;
+  try {
+    state = s.h->export_state();
+  } catch (...) {
+    failure = "export_state of " + ov->version + " threw " + code::module_exception_text();
+  }
+  if (!failure.empty()) {
+    unreserve(nv, me);
+    throw module_error("module " + ov->name + ": " + failure);
+  }
+  handler* nh = make(nv, me, "the factory");
+  try {
+    nh->code_change(ov->version, std::move(state));
+  } catch (...) {
+    failure = "code_change from " + ov->version + " threw " + code::module_exception_text();
+  }
+  if (!failure.empty()) {
+    delete nh;
+    unreserve(nv, me);
+    throw module_error("module " + nv->name + " " + nv->version + ": " + failure);
+  }
+  destroy_handler(s);  // the old handler, then its reference
+  s = handler_slot{nh, nv, &nv->superseded, me};
+  return true;
+}
+
+std::string_view handler_module(const handler_slot& s) noexcept {
+  return s.v ? std::string_view(s.v->name) : std::string_view();
+}
+
+std::string_view handler_version(const handler_slot& s) noexcept {
+  return s.v ? std::string_view(s.v->version) : std::string_view();
+}
+
+body* wrap_module_body(body* inner, module_anchor* a) {
+  void* mem;
+  try {
+    mem = allocate_body(sizeof(module_body));
+  } catch (...) {
+    free_body(inner);
+    throw;
+  }
+  module_retain(a);  // made by module code, which runs under a reference
+  return new (mem) module_body(inner, a);
+}
+
+}  // namespace herd::detail

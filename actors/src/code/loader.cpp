@@ -1,0 +1,142 @@
+// load's blocking half: from a path to a dlopened, checked version in state
+// `loading` (see registry.cpp for what happens next). Runs on the blocking
+// pool: file I/O, dlopen (the loader lock, relocation, static constructors)
+// and the factory probe must not hold a worker.
+#include <herd/actors/module.hpp>
+
+#include "code/elf_check.hpp"
+#include "code/registry.hpp"
+#include "code/staging.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <exception>
+#include <typeinfo>
+
+namespace herd::detail::code {
+namespace {
+
+using modules::load_errc;
+using modules::load_result;
+
+load_result err(load_errc c, std::string msg) {
+  load_result r;
+  r.code = c;
+  r.message = std::move(msg);
+  return r;
+}
+
+std::string describe_current_exception() {
+  std::type_info* t = abi::__cxa_current_exception_type();
+  std::string type = "unknown exception";
+  if (t) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(t->name(), nullptr, nullptr, &status);
+    type = (status == 0 && d) ? d : t->name();
+    std::free(d);
+  }
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return type + ": " + e.what();
+  } catch (...) {
+    return type;
+  }
+}
+
+}  // namespace
+
+std::string module_exception_text() { return describe_current_exception(); }
+
+load_result prepare(const std::string& path, const std::string& dir, module_version*& out) {
+  staging::candidate c;
+  if (load_result r = staging::read_candidate(path, dir, c); !r) return r;
+
+  elf::inspection ins = elf::inspect(c.bytes);
+  if (!ins.ok)
+    return err(ins.not_elf ? load_errc::not_a_shared_object : load_errc::unloadable, c.path + ": " + ins.why);
+
+  std::string serr;
+  std::string sdir = staging::staging_dir(serr);
+  if (sdir.empty()) return err(load_errc::io_error, serr);
+  registry& reg = registry::get();
+  module_version* v = reg.add_loading(c.path, sdir, c.stem, staging::content_hash(c.bytes));
+  if (std::string e = staging::write_staged(sdir, v->staged_path.substr(sdir.size() + 1), c.bytes); !e.empty()) {
+    reg.discard(v);
+    return err(load_errc::io_error, "staging " + c.path + ": " + e);
+  }
+
+  // RTLD_LOCAL: the module's symbols never satisfy anyone else's. Not
+  // RTLD_DEEPBIND (ASan refuses it); herd_add_module links -Bsymbolic instead.
+  void* dl = ::dlopen(v->staged_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char* e = ::dlerror();
+    std::string msg = c.path + ": dlopen: " + (e ? e : "unknown error");
+    reg.discard(v);
+    return err(load_errc::dlopen_failed, msg);
+  }
+  auto close_now = [&] {
+    ::dlclose(dl);
+    reg.discard(v);
+  };
+  auto* d = static_cast<const module_descriptor*>(::dlsym(dl, "herd_module_descriptor_v1"));
+  if (!d) {
+    close_now();
+    return err(load_errc::missing_descriptor,
+               c.path + ": no herd_module_descriptor_v1 (not built with HERD_MODULE / herd_add_module)");
+  }
+  if (d->struct_size < sizeof(module_descriptor) || d->abi_hash != module_abi_hash) {
+    std::string msg = c.path + ": herd ABI mismatch: module built with \"" +
+                      std::string(d->abi_text ? d->abi_text : "?") + "\" (hash " + std::to_string(d->abi_hash) +
+                      "), this node with \"" HERD_MODULE_ABI_TEXT "\" (hash " + std::to_string(module_abi_hash) +
+                      ")";
+    close_now();
+    return err(load_errc::abi_mismatch, msg);
+  }
+  module_anchor* a = d->anchor;
+  if (!a || a->version.load(std::memory_order_acquire) != nullptr) {
+    // dlopen handed back a copy that is already loaded: never share one.
+    close_now();
+    return err(load_errc::dlopen_failed, c.path + ": dlopen returned an already loaded copy");
+  }
+
+  {
+    std::lock_guard<std::mutex> g(reg.m);
+    v->name = d->name;
+    v->version = d->version;
+    for (uint32_t i = 0; i < d->upgrade_from_count; ++i) v->upgrade_from.emplace_back(d->upgrade_from[i]);
+    v->never_switch = (d->flags & module_flag_never_switch) != 0;
+    v->interface_id = d->interface_id;
+    v->interface_name.assign(d->interface_name, d->interface_name_len);
+    v->dl = dl;
+    v->desc = d;
+    v->anchor = a;
+  }
+  // From here the version unloads through its reference count.
+  a->refs.fetch_add(1, std::memory_order_relaxed);            // the loader's, later the registry's
+  a->version.store(v, std::memory_order_release);            // pairs with module_release's acquire
+
+  // Probe the factory once: a module whose factory throws is refused now
+  // rather than at the first connection.
+  std::string failure;
+  try {
+    handler* h = d->create();
+    delete h;
+  } catch (...) {
+    failure = describe_current_exception();
+  }
+  if (!failure.empty()) {
+    std::string msg = c.path + ": module " + v->name + " " + v->version + ": the factory threw " + failure;
+    abandon(v);
+    return err(load_errc::factory_failed, msg);
+  }
+  out = v;
+  load_result ok;
+  ok.module = v->name;
+  ok.version = v->version;
+  return ok;
+}
+
+}  // namespace herd::detail::code

@@ -1,0 +1,181 @@
+// See staging.hpp.
+#include "code/staging.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace herd::detail::staging {
+namespace {
+
+using modules::load_errc;
+using modules::load_result;
+
+load_result error(load_errc c, std::string msg) {
+  load_result r;
+  r.code = c;
+  r.message = std::move(msg);
+  return r;
+}
+
+std::string real_path(const std::string& p, int& err) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) {
+    err = errno;
+    return {};
+  }
+  err = 0;
+  return buf;
+}
+
+// "" when safe, else what is wrong.
+std::string unsafe_because(const struct stat& st) {
+  uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this process's user (" + std::to_string(me) + ")";
+  if (st.st_mode & S_IWOTH) return "writable by others";
+  if (st.st_mode & S_IWGRP) return "writable by its group";
+  return {};
+}
+
+std::mutex g_dir_m;
+std::string g_dir;  // under g_dir_m
+
+}  // namespace
+
+load_result read_candidate(const std::string& path, const std::string& module_dir, candidate& out) {
+  if (module_dir.empty())
+    return error(load_errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
+  int err = 0;
+  std::string dir = real_path(module_dir, err);
+  if (dir.empty()) return error(load_errc::io_error, "module directory " + module_dir + ": " + std::strerror(err));
+  struct stat dst;
+  if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    return error(load_errc::io_error, "module directory " + dir + " is not a directory");
+  if (std::string why = unsafe_because(dst); !why.empty())
+    return error(load_errc::unsafe_permissions, "module directory " + dir + " is " + why);
+
+  // A bare name is looked up in the module directory.
+  std::string given = path.find('/') == std::string::npos ? dir + "/" + path : path;
+  std::string file = real_path(given, err);
+  if (file.empty()) {
+    if (err == ENOENT) return error(load_errc::file_missing, given + ": no such file");
+    return error(load_errc::io_error, given + ": " + std::strerror(err));
+  }
+  auto slash = file.rfind('/');
+  if (file.substr(0, slash) != dir)
+    return error(load_errc::outside_module_dir, file + " is not in the module directory " + dir);
+
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    int e = errno;
+    return error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
+  }
+  struct stat fst;
+  if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+    ::close(fd);
+    return error(load_errc::io_error, file + " is not a regular file");
+  }
+  if (std::string why = unsafe_because(fst); !why.empty()) {
+    ::close(fd);
+    return error(load_errc::unsafe_permissions, file + " is " + why);
+  }
+  std::string bytes;
+  bytes.resize(static_cast<std::size_t>(fst.st_size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      ::close(fd);
+      return error(load_errc::io_error, file + ": read: " + std::strerror(e));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+
+  out.path = file;
+  std::string base = file.substr(slash + 1);
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0) base.resize(base.size() - 3);
+  out.stem = base;
+  out.bytes = std::move(bytes);
+  return {};
+}
+
+std::string content_hash(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string staging_dir(std::string& error) {
+  std::lock_guard<std::mutex> g(g_dir_m);
+  if (!g_dir.empty()) return g_dir;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/herd-modules-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) {  // mode 0700
+    error = "cannot make a staging directory " + tmpl + ": " + std::strerror(errno);
+    return {};
+  }
+  g_dir = tmpl;
+  // At exit: what is still loaded stays mapped; its file name goes.
+  std::atexit([] { remove_staging_dir(); });
+  return g_dir;
+}
+
+std::string write_staged(const std::string& dir, const std::string& name, std::string_view bytes) {
+  std::string final_path = dir + "/" + name;
+  std::string tmp = final_path + ".tmp";
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+  if (fd < 0) return tmp + ": " + std::strerror(errno);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string e = tmp + ": write: " + std::strerror(n < 0 ? errno : EIO);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return e;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    std::string e = final_path + ": rename: " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  return {};
+}
+
+void remove_staging_dir() noexcept {
+  std::lock_guard<std::mutex> g(g_dir_m);
+  if (g_dir.empty()) return;
+  if (DIR* d = ::opendir(g_dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+    ::closedir(d);
+  }
+  ::rmdir(g_dir.c_str());
+  g_dir.clear();
+}
+
+}  // namespace herd::detail::staging

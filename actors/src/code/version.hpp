@@ -1,0 +1,60 @@
+// One loaded copy of a module (one dlopen): the host's record of it. Owned by
+// the registry (registry.hpp); reached from module code through its anchor.
+#pragma once
+#include <herd/actors/module.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace herd::detail {
+
+enum class version_state {
+  loading,    // dlopened, checks running; not visible to create()
+  current,    // new handlers come from it; the registry holds one reference
+  old,        // replaced (or unloaded); running handlers and messages keep it
+  unloading,  // unreferenced: queued for dlclose
+};
+
+struct module_version {
+  // Immutable once the loader has published the version.
+  std::string name;
+  std::string version;
+  std::string path;         // the file it came from
+  std::string staged_path;  // the copy that was dlopened
+  std::vector<std::string> upgrade_from;
+  bool never_switch = false;
+  uint64_t interface_id = 0;
+  std::string interface_name;
+  void* dl = nullptr;
+  const module_descriptor* desc = nullptr;
+  module_anchor* anchor = nullptr;  // in the module: the reference count
+
+  // Set (relaxed) when the version stops being current; read (relaxed) by
+  // handler_ref::outdated at message boundaries. A late read only delays a
+  // switch to the next boundary: upgrade() re-checks under the registry lock.
+  std::atomic<bool> superseded{false};
+
+  // Under the registry's mutex.
+  version_state state = version_state::loading;
+  std::vector<pid> actors;  // one entry per live handler made in a process
+
+  bool upgrades_from(std::string_view v) const {
+    for (const auto& u : upgrade_from)
+      if (u == v) return true;
+    return false;
+  }
+};
+
+inline const char* to_string(version_state s) {
+  switch (s) {
+    case version_state::loading: return "loading";
+    case version_state::current: return "current";
+    case version_state::old: return "old";
+    case version_state::unloading: return "unloading";
+  }
+  return "?";
+}
+
+}  // namespace herd::detail

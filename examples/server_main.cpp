@@ -1,0 +1,145 @@
+// See server_main.hpp.
+#include "server_main.hpp"
+
+#include <herd/actors.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+namespace example_msgs {
+struct stop_signal {
+  int signo;
+};
+}  // namespace example_msgs
+
+namespace example {
+namespace {
+
+namespace net = herd::net;
+using namespace std::chrono_literals;
+
+[[noreturn]] void usage_error(const char* prog, const std::string& why) {
+  std::fprintf(stderr,
+               "%s: %s\n"
+               "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
+               "       [--max-connections N|infinity] [--idle-hibernate-ms MS]\n",
+               prog, why.c_str(), prog);
+  std::exit(2);
+}
+
+template <class T>
+T number(const char* prog, std::string_view flag, std::string_view v, T lo, T hi) {
+  T x{};
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc{} || end != v.data() + v.size() || x < lo || x > hi)
+    usage_error(prog, std::string(flag) + ": '" + std::string(v) + "' is not a number in [" + std::to_string(lo) +
+                          ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+// Every connection needs a file descriptor: take the hard limit, and say what
+// to raise when even that is below what was asked for.
+void check_fd_limit(const char* prog, const server_options& o) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  const std::size_t want = o.max_connections == net::infinity_connections ? 0 : o.max_connections + 64;
+  if (want > rl.rlim_cur)
+    std::fprintf(stderr,
+                 "%s: warning: --max-connections %zu needs %zu file descriptors but the limit is %llu; raise it "
+                 "with `ulimit -n` (its hard limit: /etc/security/limits.conf; the kernel's: fs.nr_open)\n",
+                 prog, o.max_connections, want, static_cast<unsigned long long>(rl.rlim_cur));
+}
+
+}  // namespace
+
+server_options parse_server_options(const char* prog, int argc, char** argv) {
+  server_options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&]() -> std::string_view {
+      if (i + 1 >= argc) usage_error(prog, std::string(a) + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--port") {
+      o.port = number<uint16_t>(prog, a, value(), 0, 65535);
+    } else if (a == "--bind") {
+      o.bind = std::string(value());
+    } else if (a == "--workers") {
+      o.workers = number<unsigned>(prog, a, value(), 1, 1024);
+    } else if (a == "--acceptors") {
+      o.acceptors = number<unsigned>(prog, a, value(), 1, 1024);
+    } else if (a == "--max-connections") {
+      std::string_view v = value();
+      o.max_connections =
+          v == "infinity" ? net::infinity_connections : number<std::size_t>(prog, a, v, 1, std::size_t(1) << 40);
+    } else if (a == "--idle-hibernate-ms") {
+      o.idle_hibernate = std::chrono::milliseconds(number<long>(prog, a, value(), 0, 86'400'000));
+    } else {
+      usage_error(prog, a == "--help" || a == "-h" ? "help" : "unknown option '" + std::string(a) + "'");
+    }
+  }
+  if (!o.port) usage_error(prog, "--port is required (0 picks a free port)");
+  return o;
+}
+
+int server_main(const char* prog, const server_options& o, net::connection_handler handler) {
+  check_fd_limit(prog, o);
+  // Signals go to one waiting thread: blocked everywhere else, workers included
+  // (they inherit this mask).
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
+
+  herd::node_options no;
+  if (o.workers) no.workers = o.workers;
+  herd::node node(no);
+  int code = 0;
+  herd::exit_reason why = node.run([&] {
+    net::listener_options lo{.bind = o.bind, .port = *o.port, .acceptors = o.acceptors,
+                             .max_connections = o.max_connections};
+    auto l = net::start_listener(prog, lo, std::move(handler));
+    if (!l) {
+      std::fprintf(stderr, "%s: cannot listen on %s:%u: %s\n", prog, o.bind.c_str(), unsigned(*o.port),
+                   l.error().message().c_str());
+      code = 1;
+      return;
+    }
+    std::printf("listening on %s:%u\n", l->bind.c_str(), unsigned(l->port));
+    std::fflush(stdout);
+
+    herd::pid root = herd::self();
+    // Detached: it only ever waits in sigwait, and ends with the process.
+    std::thread([root, stop_set] {
+      int signo = 0;
+      sigwait(&stop_set, &signo);
+      herd::send(root, example_msgs::stop_signal{signo});
+    }).detach();
+    int signo = herd::receive([](example_msgs::stop_signal s) { return s.signo; });
+    auto before = net::info(prog);
+    std::fprintf(stderr, "%s: %s, draining %zu connection(s)\n", prog, strsignal(signo),
+                 before ? before->connections : std::size_t(0));
+    if (auto d = net::drain_listener(prog, 5s); !d)
+      std::fprintf(stderr, "%s: drain: %s\n", prog, d.error().message().c_str());
+  });
+  if (!why.is_normal()) {
+    std::fprintf(stderr, "%s: the node ended: %s\n", prog, why.to_string().c_str());
+    return 1;
+  }
+  return code;
+}
+
+}  // namespace example

@@ -1,0 +1,37 @@
+// What echo_server and chat_server share: the command line, the file-
+// descriptor limit, "listening on ADDR:PORT", and draining on SIGINT/SIGTERM.
+//
+//   int main(int argc, char** argv) { return example::server_main("echo_server", argc, argv, echo); }
+//
+// Options: --port P (required; 0 picks a free port) [--bind ADDR]
+// [--workers N] [--acceptors N] [--max-connections N|infinity]
+// [--idle-hibernate-ms MS]. Bad options: a message and exit 2.
+#pragma once
+#include <herd/net/listener.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace example {
+
+struct server_options {
+  std::string bind = "0.0.0.0";
+  std::optional<uint16_t> port;
+  unsigned workers = 0;  // 0: one per core
+  unsigned acceptors = 10;
+  // The examples default to infinity; the library's default stays 1024.
+  std::size_t max_connections = herd::net::infinity_connections;
+  std::chrono::milliseconds idle_hibernate{1000};
+};
+
+// Parses argv; exits 2 with a message on a bad option.
+server_options parse_server_options(const char* prog, int argc, char** argv);
+
+// Starts a node and a listener named `prog` that runs `handler` per
+// connection, prints "listening on ADDR:PORT", and on SIGINT/SIGTERM drains
+// (5 s) and returns 0. 1 if it cannot listen.
+int server_main(const char* prog, const server_options& o, herd::net::connection_handler handler);
+
+}  // namespace example

@@ -1,0 +1,101 @@
+// A Ranch-style listener: a listening socket, a pool of acceptor processes
+// and one process per connection, under a supervision tree whose shape the
+// source files name:
+//
+//   listener_sup (rest_for_one, registered under the listener's name)
+//     ├── conns_sup        the connections: spawns each one, counts them
+//     │     └── connection … against max_connections, stops them all on shutdown
+//     └── acceptors_sup    (one_for_one)
+//           └── acceptor × options.acceptors (priority::high)
+//
+//   auto l = herd::net::start_listener("echo", {.port = 7000}, [](herd::net::tcp_socket s) {
+//     while (auto b = s.recv()) s.send(b->view());
+//   });
+//
+// The handler runs in the connection's own process, which owns `s`; when it
+// returns (or throws, or the process is killed) the socket closes and the
+// connection's slot frees. A handler may hibernate between messages
+// (herd::hibernate with a continuation that captures the socket) so an idle
+// connection costs little memory.
+//
+// Every function here is for code running in a process (they call into the
+// tree); `listeners()` and `info()` may be called from any thread.
+#pragma once
+#include <herd/net/result.hpp>
+#include <herd/net/tcp.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::net {
+
+inline constexpr std::size_t infinity_connections = SIZE_MAX;
+
+struct listener_options {
+  std::string bind = "0.0.0.0";
+  uint16_t port = 0;                          // 0: pick a free one (listener_info::port tells)
+  unsigned acceptors = 10;
+  std::size_t max_connections = 1024;         // or infinity_connections
+  // A connection process that has not started (taken ownership of its
+  // socket) this long after the accept is closed and counted as a refusal.
+  std::chrono::milliseconds handshake_timeout{5000};
+  int backlog = 0;                            // 0: /proc/sys/net/core/somaxconn
+  bool reuseport = false;
+  socket_options socket{};                    // applied to every accepted socket
+  std::size_t connection_stack_size = 0;      // 0: the node's default
+  // How long a stopping listener waits for each connection after telling it
+  // `shutdown` before killing it.
+  std::chrono::milliseconds connection_shutdown{5000};
+};
+
+// Runs in the connection's own process, which owns `sock`.
+using connection_handler = std::function<void(tcp_socket sock)>;
+
+// Sent to every connection when drain_listener starts: finish what you are
+// doing and return. Handlers that ignore it are killed at the drain's timeout.
+struct listener_draining {
+  std::string listener;
+};
+
+struct listener_info {
+  std::string name;
+  std::string bind;
+  uint16_t port = 0;
+  std::size_t connections = 0;
+  std::size_t max_connections = 0;
+  uint64_t accepts = 0;
+  uint64_t refusals = 0;           // closed at once: handshake timeout, spawn failure
+  uint64_t emfile_backoffs = 0;    // EMFILE/ENFILE: 100 ms pauses taken
+  bool suspended = false;
+  unsigned acceptors = 0;
+};
+
+// From a process. Binds and listens first (errors: errc::in_use for a port
+// in use or a name taken, errc::bad_address, errc::bad_options), then starts
+// the tree. The tree is linked to nothing and registered under `name`.
+result<listener_info> start_listener(std::string name, listener_options o, connection_handler h);
+// From a process. Stops the tree: acceptors, then every connection
+// (shutdown, then kill after options.connection_shutdown), and closes the
+// listening socket.
+result<> stop_listener(std::string_view name);
+// From a process. Stops accepting, tells each connection (listener_draining),
+// waits up to `timeout` for them to end, then stops the listener (killing
+// the rest).
+result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout);
+// From a process. Acceptors stop accepting / accept again. While suspended,
+// new connections wait in the kernel's backlog (up to its size).
+result<> suspend_listener(std::string_view name);
+result<> resume_listener(std::string_view name);
+// From a process. Takes effect at once: lowering it never closes existing
+// connections; raising it lets the acceptors take what waits in the backlog.
+result<> set_max_connections(std::string_view name, std::size_t n);
+// Any thread.
+result<listener_info> info(std::string_view name);
+std::vector<listener_info> listeners();
+
+}  // namespace herd::net

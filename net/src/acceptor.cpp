@@ -1,0 +1,153 @@
+// An acceptor: one of the listener's pool (priority::high), all sharing the
+// listening socket.
+//
+// The loop, and why each step:
+//   1. Suspended: wait for resume_listener.
+//   2. Reserve up to 64 slots against max_connections (a CAS on the shared
+//      count); none free: wait until a connection ends. Reserving first keeps
+//      the limit exact — an accepted socket always has a slot.
+//   3. Read ready_seq, then accept4(SOCK_NONBLOCK | SOCK_CLOEXEC) until the
+//      slots are used or EAGAIN. The listening socket is edge-triggered: a
+//      connection that was already waiting makes no new event, so an
+//      acceptor never waits for readiness unless accept just said EAGAIN,
+//      and then only until ready_seq moves past the value read before it.
+//      After a full batch of 64 it wakes another waiting acceptor to help.
+//   4. Hand the batch to conns_sup in one message (it spawns the processes).
+//   5. EMFILE / ENFILE (and ENOBUFS / ENOMEM): report once per episode,
+//      back off 100 ms, retry — connections wait in the backlog meanwhile,
+//      and an acceptor never spins on an error it cannot clear.
+//      ECONNABORTED, EPROTO, EINTR and the network errors accept(2) lists as
+//      "already pending": try the next one.
+#include "listener_state.hpp"
+#include "conns_sup.hpp"
+
+#include <herd/actors/logger.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/runtime/clock.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace herd::net::detail {
+namespace {
+
+constexpr std::size_t batch = 64;
+
+template <class Ok>
+void wait_until(listener_state& l, wait_reason r, Ok ok) {
+  pid me = herd::self();
+  {
+    std::lock_guard<std::mutex> g(l.wait_m);
+    l.waiting[static_cast<int>(r)].push_back(me);
+  }
+  // Checked after registering: a waker that changed the condition before we
+  // registered is seen here; one that changes it later finds us in the list.
+  if (!ok()) herd::receive([](const acceptor_wake&) {});
+  {
+    std::lock_guard<std::mutex> g(l.wait_m);
+    auto& v = l.waiting[static_cast<int>(r)];
+    if (auto it = std::find(v.begin(), v.end(), me); it != v.end()) v.erase(it);
+  }
+}
+
+bool retry_at_once(int e) {
+  switch (e) {
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+    case EPERM:  // firewall rules
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool out_of_descriptors(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
+
+}  // namespace
+
+void acceptor_main(std::shared_ptr<listener_state> lp) {
+  listener_state& l = *lp;
+  for (;;) {
+    if (l.suspended.load(std::memory_order_seq_cst)) {
+      wait_until(l, wait_reason::resume, [&] { return !l.suspended.load(std::memory_order_seq_cst); });
+      continue;
+    }
+    std::size_t k = l.reserve(batch);
+    if (k == 0) {
+      wait_until(l, wait_reason::slot, [&] {
+        return l.conns.load(std::memory_order_seq_cst) < l.max_conns.load(std::memory_order_seq_cst) ||
+               l.suspended.load(std::memory_order_seq_cst);
+      });
+      continue;
+    }
+    // seq_cst: pairs with the poller's fetch_add (see listener_state.hpp).
+    uint64_t seq = l.ready_seq.load(std::memory_order_seq_cst);
+    accepted_batch got;
+    got.accepted_ms = rt::now_ms();
+    bool drained = false;
+    int fatal = 0;
+    while (got.fds.size() < k) {
+      int fd = accept4(l.lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        got.fds.push_back(fd);
+        continue;
+      }
+      int e = errno;
+      if (retry_at_once(e)) continue;
+      if (e == EAGAIN || e == EWOULDBLOCK) drained = true;
+      else fatal = e;
+      break;
+    }
+    std::size_t n = got.fds.size();
+    if (n < k) l.unreserve(k - n);
+    if (n) {
+      l.accepts.fetch_add(n, std::memory_order_relaxed);
+      l.emfile_reported.store(false, std::memory_order_relaxed);
+      uint64_t cs = l.conns_sup.load(std::memory_order_acquire);
+      // The batch's destructor closes the sockets if conns_sup is gone.
+      herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, std::move(got));
+    }
+    if (fatal) {
+      if (out_of_descriptors(fatal)) {
+        l.emfile_backoffs.fetch_add(1, std::memory_order_relaxed);
+        if (!l.emfile_reported.exchange(true, std::memory_order_relaxed)) {
+          char buf[128];
+          herd::log_report("listener " + l.name + ": accept: " + strerror_r(fatal, buf, sizeof buf) +
+                           "; backing off 100 ms at a time until descriptors free up");
+        }
+      } else {
+        char buf[128];
+        herd::log_report("listener " + l.name + ": accept: " + strerror_r(fatal, buf, sizeof buf) +
+                         "; retrying in 100 ms");
+      }
+      herd::sleep(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (drained) {
+      wait_until(l, wait_reason::ready, [&] {
+        return l.ready_seq.load(std::memory_order_seq_cst) != seq || l.suspended.load(std::memory_order_seq_cst);
+      });
+      continue;
+    }
+    if (n == batch) {
+      l.wake_one(wait_reason::ready);  // more may be waiting: share the work
+      herd::yield();                   // and stay stoppable (a blocking point)
+    }
+  }
+}
+
+}  // namespace herd::net::detail

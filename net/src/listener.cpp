@@ -1,0 +1,194 @@
+// The listener API: binding, the registry of running listeners by name, and
+// the stop / drain / suspend / limit operations. The tree itself is in
+// listener_sup.cpp; the accept loop in acceptor.cpp; connections in
+// conns_sup.cpp.
+//
+// Lifetimes: the registry holds a shared_ptr to each listener's state until
+// stop_listener; every process of the tree holds one too. The listening
+// socket is closed by stop_listener once the tree has stopped (so no
+// acceptor can call accept() on a reused descriptor number), or by the last
+// holder if the tree died on its own.
+#include "address.hpp"
+#include "conns_sup.hpp"
+#include "listener_state.hpp"
+#include "listener_sup.hpp"
+
+#include <herd/actors/process.hpp>
+#include <herd/actors/registry.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/supervisors/supervisor.hpp>
+
+#include <herd/runtime/clock.hpp>
+#include <herd/runtime/sched.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+namespace herd::net {
+namespace {
+
+using detail::listener_state;
+
+std::mutex g_m;
+std::map<std::string, std::shared_ptr<listener_state>, std::less<>> g_listeners;
+
+std::shared_ptr<listener_state> find(std::string_view name) {
+  std::lock_guard<std::mutex> g(g_m);
+  auto it = g_listeners.find(name);
+  return it == g_listeners.end() ? nullptr : it->second;
+}
+
+int somaxconn() {
+  std::ifstream f("/proc/sys/net/core/somaxconn");
+  int v = 0;
+  if (f >> v && v > 0) return v;
+  return SOMAXCONN;
+}
+
+error not_found(std::string_view name) { return {errc::not_found, 0, "no listener \"" + std::string(name) + "\""}; }
+
+// Binds and listens; the fd is non-blocking and close-on-exec.
+result<int> open_listening(const listener_options& o, uint16_t* port) {
+  auto addr = detail::make_address(o.bind, o.port, false);
+  if (!addr) return addr.error();
+  std::string where = o.bind + ":" + std::to_string(o.port);
+  int fd = ::socket(addr->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return error{errc::system, errno, "socket"};
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (o.reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    int e = errno;
+    ::close(fd);
+    return error{errc::system, e, "setsockopt SO_REUSEPORT"};
+  }
+  if (::bind(fd, addr->get(), addr->len) != 0) {
+    int e = errno;
+    ::close(fd);
+    if (e == EADDRINUSE) return error{errc::in_use, e, "bind " + where};
+    if (e == EADDRNOTAVAIL) return error{errc::bad_address, e, "bind " + where};
+    return error{errc::system, e, "bind " + where};
+  }
+  if (::listen(fd, o.backlog > 0 ? o.backlog : somaxconn()) != 0) {
+    int e = errno;
+    ::close(fd);
+    if (e == EADDRINUSE) return error{errc::in_use, e, "listen " + where};
+    return error{errc::system, e, "listen " + where};
+  }
+  detail::sockaddr_any local;
+  local.len = sizeof local.ss;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&local.ss), &local.len);
+  const auto* sa = reinterpret_cast<const sockaddr_in*>(&local.ss);  // the port is at the same offset for v6
+  *port = ntohs(sa->sin_port);
+  return fd;
+}
+
+}  // namespace
+
+result<listener_info> start_listener(std::string name, listener_options o, connection_handler h) {
+  if (name.empty()) return error{errc::bad_options, 0, "a listener needs a name"};
+  if (o.acceptors == 0) return error{errc::bad_options, 0, "acceptors must be at least 1"};
+  if (!h) return error{errc::bad_options, 0, "no connection handler"};
+  if (o.handshake_timeout.count() <= 0) return error{errc::bad_options, 0, "handshake_timeout must be positive"};
+  if (find(name) || herd::whereis(name)) return error{errc::in_use, 0, "the name \"" + name + "\" is taken"};
+
+  uint16_t port = 0;
+  auto fd = open_listening(o, &port);
+  if (!fd) return fd.error();
+
+  auto l = detail::make_listener_state();
+  l->name = name;
+  l->bind = o.bind;
+  l->port = port;
+  l->opts = o;
+  l->handler = std::move(h);
+  l->lfd = *fd;
+  l->max_conns.store(o.max_connections, std::memory_order_relaxed);
+  if (int rc = rt::io_register(l->lfd, &l->src, EPOLLIN); rc < 0) {
+    ::close(std::exchange(l->lfd, -1));
+    return error{errc::system, -rc, "epoll_ctl ADD (listening socket)"};
+  }
+  {
+    std::lock_guard<std::mutex> g(g_m);
+    if (!g_listeners.emplace(name, l).second) return error{errc::in_use, 0, "the name \"" + name + "\" is taken"};
+  }
+  auto sup = detail::start_listener_sup(l);
+  if (!sup) {
+    std::lock_guard<std::mutex> g(g_m);
+    g_listeners.erase(name);
+    return sup.error();
+  }
+  l->sup.store(sup->value(), std::memory_order_relaxed);
+  return l->snapshot();
+}
+
+result<> stop_listener(std::string_view name) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  uint64_t v = l->sup.load(std::memory_order_relaxed);
+  pid sup{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
+  herd::supervisor::stop(sup, exit_reason::shutdown());
+  l->close_listen();
+  std::lock_guard<std::mutex> g(g_m);
+  auto it = g_listeners.find(name);
+  if (it != g_listeners.end() && it->second == l) g_listeners.erase(it);
+  return {};
+}
+
+result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  l->suspended.store(true, std::memory_order_seq_cst);
+  uint64_t cs = l->conns_sup.load(std::memory_order_acquire);
+  herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, detail::drain_request{});
+  uint64_t deadline = timeout == herd::infinity ? rt::no_deadline : rt::deadline_after(timeout);
+  while (l->conns.load(std::memory_order_seq_cst) > 0 && rt::now_ms() < deadline)
+    herd::sleep(std::chrono::milliseconds(5));
+  return stop_listener(name);
+}
+
+result<> suspend_listener(std::string_view name) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  l->suspended.store(true, std::memory_order_seq_cst);
+  l->wake_all();  // those waiting for slots or connections go to wait for resume
+  return {};
+}
+
+result<> resume_listener(std::string_view name) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  l->suspended.store(false, std::memory_order_seq_cst);
+  l->wake_all();  // connections that queued meanwhile made no new edge
+  return {};
+}
+
+result<> set_max_connections(std::string_view name, std::size_t n) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  l->max_conns.store(n, std::memory_order_seq_cst);
+  l->wake_all();
+  return {};
+}
+
+result<listener_info> info(std::string_view name) {
+  auto l = find(name);
+  if (!l) return not_found(name);
+  return l->snapshot();
+}
+
+std::vector<listener_info> listeners() {
+  std::vector<listener_info> out;
+  std::lock_guard<std::mutex> g(g_m);
+  for (auto& [n, l] : g_listeners) out.push_back(l->snapshot());
+  return out;
+}
+
+}  // namespace herd::net

@@ -1,0 +1,50 @@
+// listener_sup and acceptors_sup: the listener's supervision tree, as
+// Ranch's ranch_listener_sup / ranch_acceptors_sup.
+//
+//   listener_sup   rest_for_one: conns_sup first, then acceptors_sup — if
+//                  conns_sup dies, the acceptors that hand it sockets are
+//                  restarted after it; an acceptor's crash touches nothing else.
+//   acceptors_sup  one_for_one over `acceptors` acceptor processes, spawned
+//                  with priority::high (accepting must keep pace on a busy node).
+// conns_sup is a worker child with shutdown infinity: it bounds its own stop
+// (connection_shutdown per connection, then kill).
+#include "listener_sup.hpp"
+
+#include <herd/supervisors/supervisor.hpp>
+
+namespace herd::net::detail {
+
+namespace sup = herd::supervisor;
+
+sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
+  std::vector<sup::child_spec> acceptors;
+  for (unsigned i = 0; i < l->opts.acceptors; ++i) {
+    acceptors.push_back({.id = "acceptor_" + std::to_string(i),
+                         .start = [l] { acceptor_main(l); },
+                         .restart = sup::permanent,
+                         .shutdown = sup::brutal_kill,
+                         .prio = priority::high});
+  }
+  return sup::supervisor_spec("acceptors_sup", {.strategy = sup::one_for_one, .intensity = 10, .period = std::chrono::seconds(10)},
+                              std::move(acceptors));
+}
+
+result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
+  std::vector<sup::child_spec> children;
+  children.push_back({.id = "conns_sup",
+                      .start = [l] { conns_sup_main(l); },
+                      .restart = sup::permanent,
+                      .shutdown = herd::infinity});
+  children.push_back(acceptors_sup_spec(l));
+  sup::flags f{.strategy = sup::rest_for_one, .intensity = 10, .period = std::chrono::seconds(10), .name = l->name};
+  auto r = sup::start_link(std::move(f), std::move(children));
+  if (!r) {
+    errc c = r.code() == sup::errc::already_started ? errc::in_use : errc::system;
+    return error{c, 0, std::string("starting the listener's supervisor: ") + sup::to_string(r.code()) +
+                           (r.error().detail.empty() ? "" : " " + r.error().detail)};
+  }
+  herd::unlink(*r);  // the tree is linked to nothing
+  return *r;
+}
+
+}  // namespace herd::net::detail
