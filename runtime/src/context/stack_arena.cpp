@@ -419,6 +419,14 @@ void stack_allocator::put_surplus(stack_slot* chain, bool unused) {
   surplus_.fetch_add(n, std::memory_order_relaxed);
 }
 
+bool stack_allocator::has_dirty_surplus() {
+  for (class_arena& arena : classes_) {
+    std::lock_guard lock(arena.surplus_mutex);
+    if (arena.fresh.count || arena.aging.count || arena.stale.count) return true;
+  }
+  return false;
+}
+
 size_t stack_allocator::trim_surplus(size_t budget) {
   size_t trimmed = 0;
   for (class_arena& arena : classes_) {

@@ -110,6 +110,9 @@ class stack_allocator {
   // for a whole window (see roll_window); returns how many. Any thread; makes syscalls, so
   // never call it on a spawn path.
   size_t trim_surplus(size_t budget);
+  // Whether some surplus slot still holds pages (a later trim_surplus may give them back).
+  // Any thread; takes each class's surplus lock briefly: for a worker about to park.
+  bool has_dirty_surplus();
 
   // Whether addr lies in the guard of a carved slot, and which. ASYNC-SIGNAL-SAFE: lock-free
   // reads of descriptors published with release stores; no allocation.

@@ -199,6 +199,15 @@ size_t stack_pool::maintain(uint64_t now_ms) {
   return trimmed;
 }
 
+uint64_t stack_pool::next_trim_ms() {
+  // Entries above clean_below are not known to be clean; an idle pool's maintain() moves
+  // clean_below up to the count within two windows, so this settles.
+  bool dirty = false;
+  for (const free_list& list : lists_) dirty = dirty || list.clean_below < list.count;
+  if (!dirty && !allocator_.has_dirty_surplus()) return UINT64_MAX;
+  return window_start_ms_ + options_.window_ms;
+}
+
 stack_pool_stats stack_pool::stats() const noexcept {
   stack_pool_stats s;
   s.acquired = acquired_.load(std::memory_order_relaxed);

@@ -53,6 +53,11 @@ class stack_pool {
   // Call it when idle, before parking, and now and then when busy -- never on a spawn path:
   // it makes one madvise per stack trimmed. Returns how many stacks it trimmed.
   size_t maintain(uint64_t now_ms);
+  // When maintain() should run again to give back pages still held by free stacks (here or in
+  // the allocator's surplus): the next window's start; UINT64_MAX when every free stack is
+  // clean. An idle worker parks no longer than this, so that the pages of a burst's stacks are
+  // given back even if nothing else ever wakes it — and then it sleeps for good.
+  uint64_t next_trim_ms();
 
   stack_pool_stats stats() const noexcept;  // any thread
   stack_allocator& allocator() const noexcept { return allocator_; }

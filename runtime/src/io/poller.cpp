@@ -47,14 +47,15 @@ int poller::del(int fd) noexcept {
   return 0;
 }
 
-int poller::poll(int timeout_ms) noexcept {
+int poller::poll(int timeout_ms, int max_events) noexcept {
   epoll_event evs[256];
+  max_events = max_events < 1 ? 1 : max_events > 256 ? 256 : max_events;
   polls_.fetch_add(1, std::memory_order_relaxed);
   // seq_cst: pairs with qsbr's snapshot of begun() (a poll that starts after
   // the snapshot began its epoll_wait after the EPOLL_CTL_DEL / unpublishing
   // that preceded it, so it cannot return the retired source).
   uint64_t epoch = begun_.fetch_add(1, std::memory_order_seq_cst) + 1;
-  int n = epoll_wait(epfd_, evs, 256, timeout_ms);
+  int n = epoll_wait(epfd_, evs, max_events, timeout_ms);
   int dispatched = 0;
   for (int i = 0; i < n; ++i) {
     void* p = evs[i].data.ptr;

@@ -28,8 +28,10 @@ class poller {
   void release() noexcept { busy_.store(false, std::memory_order_release); }
 
   // Token holder. Waits up to timeout_ms (-1: forever, 0: not at all) and
-  // dispatches what is ready. Returns the number of sources dispatched.
-  int poll(int timeout_ms) noexcept;
+  // dispatches what is ready, at most max_events (1..256) sources: what is
+  // left stays in the kernel's ready list, in its order. Returns the number
+  // of sources dispatched.
+  int poll(int timeout_ms, int max_events = 256) noexcept;
 
   // Any thread: wakes the token holder out of a blocking poll().
   void notify() noexcept;

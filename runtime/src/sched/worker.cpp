@@ -390,9 +390,18 @@ void worker::maintenance(uint64_t t) {
   uint64_t now = now_ms();
   coarse_ms_ = now;
   if (timers.earliest() <= now) fire_timers(now);
-  if (rt.io.has_sources() && rt.io.try_acquire()) {
-    rt.io.poll(0);
-    rt.io.release();
+  // A busy worker takes only as many ready sources as its ring has room for:
+  // the rest wait in the kernel's ready list, in order. Taking them all
+  // would overflow the ring into the injection queue, which a busy worker
+  // visits once every 61 picks — connections that land there starve while
+  // later polls keep refilling the ring (10,000 echo connections: p50 41 ms,
+  // p99 760 ms).
+  if (rt.io.has_sources()) {
+    int room = int(256 - std::min<uint32_t>(ring.size_approx(), 256));
+    if (room >= 32 && rt.io.try_acquire()) {
+      rt.io.poll(0, room - 16);
+      rt.io.release();
+    }
   }
 }
 
@@ -439,6 +448,15 @@ void worker::park() {
     timeout = e <= cur ? 0 : static_cast<int>(std::min<uint64_t>(e - cur, 1u << 30));
   }
   if (rt.reclaim.has_work(id) && (timeout < 0 || timeout > 50)) timeout = 50;
+  if (!rt.opts.deterministic) {
+    // Wake for the next trim window while free stacks still hold pages (at
+    // least 100 ms apart): an idle node gives a burst's stack memory back.
+    if (uint64_t t = stacks.next_trim_ms(); t != UINT64_MAX) {
+      uint64_t cur = now_ms();
+      int until = t <= cur + 100 ? 100 : static_cast<int>(std::min<uint64_t>(t - cur, 1u << 30));
+      if (timeout < 0 || until < timeout) timeout = until;
+    }
+  }
   if (!rt.stopping.load(std::memory_order_acquire)) {
     poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
     uint64_t t0 = clock_impl::tsc();
