@@ -40,13 +40,6 @@ struct hibernate_unwind {
   body* next;
 };
 
-std::string demangle(const char* name) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string s = (status == 0 && d) ? d : name;
-  std::free(d);
-  return s;
-}
 
 void destroy_body(body* b) noexcept {
   if (!b) return;
@@ -91,11 +84,8 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
     } catch (const exit_unwind&) {
     } catch (const hibernate_unwind& h) {
       next = h.next;
-    } catch (const std::exception& e) {
-      reason = exit_reason::error(demangle(typeid(e).name()), e.what());
     } catch (...) {
-      std::type_info* t = abi::__cxa_current_exception_type();
-      reason = exit_reason::error(t ? demangle(t->name()) : "unknown", "");
+      reason = reason_of_current_exception();
     }
     p->running_body = nullptr;
     destroy_body(b);
@@ -192,6 +182,24 @@ std::size_t process_describe(const rt::fiber* f, char* buf, std::size_t cap) noe
   destroy_body(p->running_body);    // not on the stack: its captures can be freed
   p->running_body = nullptr;
   rt::end_fiber_now(p);
+}
+
+exit_reason reason_of_current_exception() {
+  auto demangle = [](const char* name) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string s = (status == 0 && d) ? d : name;
+    std::free(d);
+    return s;
+  };
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return exit_reason::error(demangle(typeid(e).name()), e.what());
+  } catch (...) {
+    std::type_info* t = abi::__cxa_current_exception_type();
+    return exit_reason::error(t ? demangle(t->name()) : "unknown", "");
+  }
 }
 
 process* self_process() noexcept { return static_cast<process*>(rt::current()); }

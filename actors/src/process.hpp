@@ -62,6 +62,10 @@ struct alignas(64) process final : rt::fiber {
 // The process running on this thread, or nullptr.
 process* self_process() noexcept;
 
+// Inside a catch block: the exit reason an exception that ends a process
+// gives — its demangled type name and what().
+exit_reason reason_of_current_exception();
+
 // The owner: drains, then marks the end of the save queue (receive_after).
 void mark_mailbox_of(process* p);
 

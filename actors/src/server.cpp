@@ -1,42 +1,18 @@
 // The non-template parts of herd::server (see <herd/actors/server.hpp>):
 // the synchronous start's wait, stop_server, and an exception as a reason.
-// Only public herd API is used here.
 #include <herd/actors/logger.hpp>
 #include <herd/actors/server.hpp>
 
-#include <cxxabi.h>
+#include "process.hpp"
 
-#include <cstdlib>
-#include <exception>
 #include <optional>
 #include <string>
-#include <typeinfo>
 
 namespace herd::detail::srv {
-namespace {
 
-std::string demangle(const char* name) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string s = (status == 0 && d) ? d : name;
-  std::free(d);
-  return s;
-}
-
-}  // namespace
-
-// The same words the runtime uses for an exception that ends a process
-// (process.cpp), so terminate() sees the reason links and monitors will see.
-exit_reason current_exception_reason() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return exit_reason::error(demangle(typeid(e).name()), e.what());
-  } catch (...) {
-    std::type_info* t = abi::__cxa_current_exception_type();
-    return exit_reason::error(t ? demangle(t->name()) : "unknown", "");
-  }
-}
+// The same words the runtime uses for an exception that ends a process, so
+// terminate() sees the reason links and monitors will see.
+exit_reason current_exception_reason() { return reason_of_current_exception(); }
 
 void await_init(pid who) {
   // The caller marked its mailbox before spawning: the ack is after the mark.

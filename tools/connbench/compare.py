@@ -4,7 +4,7 @@
     python3 tools/connbench/compare.py [--herd PATH_TO_echo_server] [--reps 5]
         [--connections 1000,10000] [--duration 10] [--warmup 3] [--rate 5000]
         [--placements split,unpinned] [--skip erlang,go] [--out FILE] [--quick]
-        [--build-dir DIR] [--connbench PATH] [--idle 30]
+        [--build-dir DIR] [--connbench PATH] [--idle 45]
 
 Builds the peers (tools/connbench/peers) into --build-dir, then for each
 placement and connection count runs every implementation once per rep
@@ -267,9 +267,9 @@ def main():
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--rate", type=float, default=5000, help="connects per second")
-    # 30 s: herd gives the pages of a burst's stacks back after two 10 s pool windows;
+    # 45 s: herd gives the pages of a burst's stacks back within two to four 10 s pool windows;
     # Go's and BEAM's collectors settle within that too.
-    ap.add_argument("--idle", type=float, default=30, help="seconds of the idle-memory run")
+    ap.add_argument("--idle", type=float, default=45, help="seconds of the idle-memory run")
     ap.add_argument("--placements", default="split,unpinned")
     ap.add_argument("--skip", default="", help="comma list of impls to leave out")
     ap.add_argument("--out", help="also write the whole report to this file")

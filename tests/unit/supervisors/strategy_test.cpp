@@ -35,6 +35,7 @@ TEST_CASE("children start in order and stop in reverse order", "[supervisor][str
     auto s = sup::start_link({}, {{.id = "a", .start = logged(ev, "a")},
                                   {.id = "b", .start = logged(ev, "b")},
                                   {.id = "c", .start = logged(ev, "c")}});
+    wait_events(ev, 3);
     started = ev.take();
     sup::stop(*s);
     stopped = ev.take();
@@ -55,10 +56,12 @@ TEST_CASE("a killed child under one_for_all stops the others in reverse order an
                                                               {.id = "b", .start = logged(ev, "b")},
                                                               {.id = "c", .start = logged(ev, "c")}});
     before = sup::which_children(*s);
+    wait_events(ev, 3);
     ev.take();
     kill_and_wait(before[1].pid);
     wait_restart(*s, "c", before[2].pid);
     after = sup::which_children(*s);
+    wait_events(ev, 6);
     seen = ev.take();
     sup::stop(*s);
   });
@@ -83,10 +86,12 @@ TEST_CASE("a killed child under rest_for_one restarts itself and the children st
                                                                {.id = "c", .start = logged(ev, "c")},
                                                                {.id = "d", .start = logged(ev, "d")}});
     before = sup::which_children(*s);
+    wait_events(ev, 4);
     ev.take();
     kill_and_wait(before[1].pid);
     wait_restart(*s, "d", before[3].pid);
     after = sup::which_children(*s);
+    wait_events(ev, 6);
     seen = ev.take();
     sup::stop(*s);
   });
@@ -107,6 +112,7 @@ TEST_CASE("a nested tree stops depth first in reverse start order", "[supervisor
              {.id = "w2", .start = logged(ev, "w2")},
              sup::supervisor_spec("sub2", {.strategy = sup::rest_for_one},
                                   {{.id = "y1", .start = logged(ev, "y1")}, {.id = "y2", .start = logged(ev, "y2")}})});
+    wait_events(ev, 6);
     ev.take();
     sup::stop(*s);
     stopped = ev.take();

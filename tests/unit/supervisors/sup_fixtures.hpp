@@ -74,6 +74,13 @@ class event_log {
   std::vector<std::string> v_;
 };
 
+// From a process: waits until `ev` holds at least n events. A worker's start
+// function logs when its process first runs, which spawn does not promise to
+// be before the supervisor call that spawned it returns.
+inline void wait_events(event_log& ev, std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  herd::test::eventually([&] { return ev.all().size() >= n; }, limit);
+}
+
 struct stop_recorder {
   event_log* ev;
   std::string name;
