@@ -21,12 +21,7 @@ namespace {
 using modules::load_errc;
 using modules::load_result;
 
-load_result err(load_errc c, std::string msg) {
-  load_result r;
-  r.code = c;
-  r.message = std::move(msg);
-  return r;
-}
+load_result err(load_errc c, std::string msg) { return staging::load_error(c, std::move(msg)); }
 
 std::string describe_current_exception() {
   std::type_info* t = abi::__cxa_current_exception_type();

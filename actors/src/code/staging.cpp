@@ -19,12 +19,6 @@ namespace {
 using modules::load_errc;
 using modules::load_result;
 
-load_result error(load_errc c, std::string msg) {
-  load_result r;
-  r.code = c;
-  r.message = std::move(msg);
-  return r;
-}
 
 std::string real_path(const std::string& p, int& err) {
   char buf[PATH_MAX];
@@ -51,42 +45,49 @@ std::string g_dir;  // under g_dir_m
 
 }  // namespace
 
+load_result load_error(load_errc c, std::string msg) {
+  load_result r;
+  r.code = c;
+  r.message = std::move(msg);
+  return r;
+}
+
 load_result read_candidate(const std::string& path, const std::string& module_dir, candidate& out) {
   if (module_dir.empty())
-    return error(load_errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
+    return load_error(load_errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
   int err = 0;
   std::string dir = real_path(module_dir, err);
-  if (dir.empty()) return error(load_errc::io_error, "module directory " + module_dir + ": " + std::strerror(err));
+  if (dir.empty()) return load_error(load_errc::io_error, "module directory " + module_dir + ": " + std::strerror(err));
   struct stat dst;
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
-    return error(load_errc::io_error, "module directory " + dir + " is not a directory");
+    return load_error(load_errc::io_error, "module directory " + dir + " is not a directory");
   if (std::string why = unsafe_because(dst); !why.empty())
-    return error(load_errc::unsafe_permissions, "module directory " + dir + " is " + why);
+    return load_error(load_errc::unsafe_permissions, "module directory " + dir + " is " + why);
 
   // A bare name is looked up in the module directory.
   std::string given = path.find('/') == std::string::npos ? dir + "/" + path : path;
   std::string file = real_path(given, err);
   if (file.empty()) {
-    if (err == ENOENT) return error(load_errc::file_missing, given + ": no such file");
-    return error(load_errc::io_error, given + ": " + std::strerror(err));
+    if (err == ENOENT) return load_error(load_errc::file_missing, given + ": no such file");
+    return load_error(load_errc::io_error, given + ": " + std::strerror(err));
   }
   auto slash = file.rfind('/');
   if (file.substr(0, slash) != dir)
-    return error(load_errc::outside_module_dir, file + " is not in the module directory " + dir);
+    return load_error(load_errc::outside_module_dir, file + " is not in the module directory " + dir);
 
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     int e = errno;
-    return error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
+    return load_error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
   }
   struct stat fst;
   if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
     ::close(fd);
-    return error(load_errc::io_error, file + " is not a regular file");
+    return load_error(load_errc::io_error, file + " is not a regular file");
   }
   if (std::string why = unsafe_because(fst); !why.empty()) {
     ::close(fd);
-    return error(load_errc::unsafe_permissions, file + " is " + why);
+    return load_error(load_errc::unsafe_permissions, file + " is " + why);
   }
   std::string bytes;
   bytes.resize(static_cast<std::size_t>(fst.st_size));
@@ -97,7 +98,7 @@ load_result read_candidate(const std::string& path, const std::string& module_di
     if (n <= 0) {
       int e = n < 0 ? errno : EIO;
       ::close(fd);
-      return error(load_errc::io_error, file + ": read: " + std::strerror(e));
+      return load_error(load_errc::io_error, file + ": read: " + std::strerror(e));
     }
     got += static_cast<std::size_t>(n);
   }

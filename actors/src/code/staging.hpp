@@ -30,6 +30,9 @@ struct candidate {
 
 // Blocking (file I/O): from the blocking pool. On failure returns the error
 // (code and message) and leaves `out` unspecified.
+// A failed load_result saying why.
+modules::load_result load_error(modules::load_errc c, std::string msg);
+
 modules::load_result read_candidate(const std::string& path, const std::string& module_dir, candidate& out);
 
 // 16 hex digits of a 64-bit FNV-1a over the bytes. Names copies; not a

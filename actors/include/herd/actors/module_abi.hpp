@@ -8,6 +8,7 @@
 // layout, herd's types) follows from these. A module whose hash differs is
 // refused; the readable text says what it was built with.
 #pragma once
+#include <herd/actors/message.hpp>            // fnv1a
 #include <herd/actors/module_abi_config.hpp>  // HERD_VERSION_STRING, HERD_HEADERS_HASH
 
 #include <cstddef>  // defines _GLIBCXX_USE_CXX11_ABI (c++config.h)
@@ -57,16 +58,7 @@
 
 namespace herd::detail {
 
-constexpr uint64_t abi_fnv1a(std::string_view s) noexcept {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // The hash of HERD_MODULE_ABI_TEXT as this translation unit sees it.
-inline constexpr uint64_t module_abi_hash = abi_fnv1a(HERD_MODULE_ABI_TEXT);
+inline constexpr uint64_t module_abi_hash = fnv1a(HERD_MODULE_ABI_TEXT);  // message.hpp's
 
 }  // namespace herd::detail
