@@ -13,15 +13,6 @@
 namespace herd::detail {
 namespace {
 
-template <class V, class Pred>
-bool erase_first(V& v, Pred pred) {
-  auto it = std::find_if(v.begin(), v.end(), pred);
-  if (it == v.end()) return false;
-  *it = std::move(v.back());
-  v.pop_back();
-  return true;
-}
-
 constexpr std::size_t from_server_offset = sizeof(uint64_t);  // reply_envelope: ref, then from_server
 
 }  // namespace

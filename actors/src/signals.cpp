@@ -19,15 +19,6 @@
 namespace herd::detail {
 namespace {
 
-template <class V, class Pred>
-bool erase_first(V& v, Pred pred) {
-  auto it = std::find_if(v.begin(), v.end(), pred);
-  if (it == v.end()) return false;
-  *it = std::move(v.back());
-  v.pop_back();
-  return true;
-}
-
 void set_fatal(process* p, const exit_reason& r) {
   if (p->pending_exit.load(std::memory_order_relaxed)) return;  // the first one wins
   p->pending_exit.store(new exit_reason(r), std::memory_order_release);
@@ -113,14 +104,12 @@ message* act_on(process* p, message* m) {
   }
 }
 
-void discard_deferred(process* p, message* m) noexcept {
-  static_cast<const deferred_ops*>(m->ops)->discard(m, p->id);
-}
-
-// Answers a request found in the mailbox of a process that has ended.
+// Answers a request found in the mailbox of a process that has ended, and
+// frees it (anything else is just freed; a deferred note goes back to its
+// source).
 void answer_as_dead(process* p, message* m, const exit_reason& reason) {
   if (m->kind == kind_deferred) {
-    discard_deferred(p, m);
+    static_cast<const deferred_ops*>(m->ops)->discard(m, p->id);
     return;
   }
   if (m->kind == kind_link) {
@@ -211,15 +200,7 @@ message* drain_mailbox(process* p) {
 void announce_death(process* p, const exit_reason& reason) {
   for (message* m = p->mbox.take_all(); m;) {
     message* next = next_of(m);
-    if (m->kind == kind_user) {
-      destroy_message(m);
-    } else if (m->kind == kind_deferred) {
-      discard_deferred(p, m);
-    } else if (m->kind == kind_link || m->kind == kind_monitor || m->kind == kind_call) {
-      answer_as_dead(p, m, reason);  // they came before the end: the real reason
-    } else {
-      destroy_message(m);
-    }
+    answer_as_dead(p, m, reason);  // requests that came before the end get the real reason
     m = next;
   }
   p->mbox.clear_saved();

@@ -26,11 +26,23 @@
 
 #include "process.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace herd::detail {
+
+// Removes the first element matching pred, by moving the last one into its
+// place (relation lists are unordered). False if none matched.
+template <class V, class Pred>
+bool erase_first(V& v, Pred pred) {
+  auto it = std::find_if(v.begin(), v.end(), pred);
+  if (it == v.end()) return false;
+  *it = std::move(v.back());
+  v.pop_back();
+  return true;
+}
 
 enum : uint32_t {
   kind_user = 0,

@@ -57,7 +57,12 @@ std::string format_address(const sockaddr_any& a) {
   if (a.family() == AF_INET6) {
     auto* v6 = reinterpret_cast<const sockaddr_in6*>(&a.ss);
     inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
-    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(v6->sin6_port));
+    // Appended, not "[" + std::string(ip): GCC 12 warns falsely (-Wrestrict) on that form.
+    std::string out = "[";
+    out += ip;
+    out += "]:";
+    out += std::to_string(ntohs(v6->sin6_port));
+    return out;
   }
   return "";
 }

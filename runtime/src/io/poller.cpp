@@ -50,7 +50,6 @@ int poller::del(int fd) noexcept {
 int poller::poll(int timeout_ms, int max_events) noexcept {
   epoll_event evs[256];
   max_events = max_events < 1 ? 1 : max_events > 256 ? 256 : max_events;
-  polls_.fetch_add(1, std::memory_order_relaxed);
   // seq_cst: pairs with qsbr's snapshot of begun() (a poll that starts after
   // the snapshot began its epoll_wait after the EPOLL_CTL_DEL / unpublishing
   // that preceded it, so it cannot return the retired source).

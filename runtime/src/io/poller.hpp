@@ -46,14 +46,13 @@ class poller {
   // ended(): the number of the last poll whose dispatch finished.
   uint64_t begun() const noexcept { return begun_.load(std::memory_order_seq_cst); }
   uint64_t ended() const noexcept { return ended_.load(std::memory_order_seq_cst); }
-  uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
+  uint64_t polls() const noexcept { return begun_.load(std::memory_order_relaxed); }
 
  private:
   int epfd_ = -1;
   int evfd_ = -1;
   std::atomic<bool> busy_{false};
   std::atomic<int64_t> sources_{0};
-  std::atomic<uint64_t> polls_{0};
   std::atomic<uint64_t> begun_{0};  // written by the token holder only
   std::atomic<uint64_t> ended_{0};  // written by the token holder only
 };
