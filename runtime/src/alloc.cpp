@@ -20,6 +20,7 @@ struct backend_table {
   malloc_fn do_malloc = &std::malloc;
   free_fn do_free = &std::free;
   stats_fn process_info = nullptr;
+  void (*collect)(bool) = nullptr;
   const char* name = "malloc";
 
   backend_table() {
@@ -34,6 +35,7 @@ struct backend_table {
     do_malloc = m;
     do_free = f;
     process_info = reinterpret_cast<stats_fn>(dlsym(h, "mi_process_info"));
+    collect = reinterpret_cast<void (*)(bool)>(dlsym(h, "mi_collect"));
     name = "mimalloc";
 #endif
   }
@@ -56,6 +58,10 @@ void* allocate(std::size_t bytes) {
 }
 
 void deallocate(void* p) noexcept { table().do_free(p); }
+
+void collect() noexcept {
+  if (auto f = table().collect) f(false);
+}
 
 const char* backend() noexcept { return table().name; }
 

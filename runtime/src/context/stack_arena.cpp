@@ -427,7 +427,7 @@ bool stack_allocator::has_dirty_surplus() {
   return false;
 }
 
-size_t stack_allocator::trim_surplus(size_t budget) {
+size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
   size_t trimmed = 0;
   for (class_arena& arena : classes_) {
     if (trimmed >= budget) break;
@@ -436,7 +436,10 @@ size_t stack_allocator::trim_surplus(size_t budget) {
     slot_list batch;
     {
       std::lock_guard lock(arena.surplus_mutex);
-      for (stack_slot* s; batch.count < budget - trimmed && (s = arena.stale.pop());) batch.push(s, s, 1);
+      for (slot_list* from : {&arena.stale, &arena.aging, &arena.fresh}) {
+        for (stack_slot* s; batch.count < budget - trimmed && (s = from->pop());) batch.push(s, s, 1);
+        if (!any_age) break;
+      }
     }
     if (!batch.head) continue;
     slot_list clean, still_dirty;

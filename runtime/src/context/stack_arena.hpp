@@ -107,9 +107,10 @@ class stack_allocator {
   // the next trim_surplus may take them. Any thread.
   void put_surplus(stack_slot* chain, bool unused = false);
   // Gives back the pages of up to `budget` dirty surplus slots that lay in the surplus, unused,
-  // for a whole window (see roll_window); returns how many. Any thread; makes syscalls, so
-  // never call it on a spawn path.
-  size_t trim_surplus(size_t budget);
+  // for a whole window (see roll_window) -- or, with `any_age`, of any dirty surplus slot,
+  // oldest first; returns how many. Any thread; makes syscalls, so never call it on a spawn
+  // path.
+  size_t trim_surplus(size_t budget, bool any_age = false);
   // Whether some surplus slot still holds pages (a later trim_surplus may give them back).
   // Any thread; takes each class's surplus lock briefly: for a worker about to park.
   bool has_dirty_surplus();

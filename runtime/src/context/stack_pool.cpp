@@ -176,13 +176,22 @@ void stack_pool::roll_windows(uint64_t now_ms) {
 
 size_t stack_pool::maintain(uint64_t now_ms) {
   roll_windows(now_ms);
+  uint64_t traffic = 0;
+  for (uint32_t c = 0; c < stack_class_count; ++c) traffic += allocator_.traffic_total(c);
+  if (traffic != traffic_seen_) {
+    traffic_seen_ = traffic;
+    quiet_since_ms_ = now_ms;
+  }
+  // Quiet: no worker took or gave a stack for quiet_ms, so a burst is over and nobody is
+  // about to reuse these pages; waiting for the windows would keep them for 20-40 s.
+  quiet_ = now_ms >= quiet_since_ms_ + options_.quiet_ms;
   size_t trimmed = 0;
   for (uint32_t class_index = 0; class_index < stack_class_count; ++class_index) {
     free_list& list = lists_[class_index];
     if (list.count > options_.min_bound) enforce_bound(class_index, false);  // e.g. a peak expired
     if (list.capacity > 4096 && list.count < list.capacity / 4)  // nor keep the burst's ring
       resize(list, std::bit_ceil(std::max<size_t>(64, 2 * list.count)));
-    const size_t cold = std::min(list.low_now, list.low_before);
+    const size_t cold = quiet_ ? list.count : std::min(list.low_now, list.low_before);
     while (list.clean_below < cold && trimmed < options_.trim_budget) {
       stack_slot* s = list.at(list.clean_below);
       if (!s->clean) {
@@ -193,7 +202,8 @@ size_t stack_pool::maintain(uint64_t now_ms) {
     }
   }
   allocator_.count_trimmed(trimmed);
-  if (trimmed < options_.trim_budget) trimmed += allocator_.trim_surplus(options_.trim_budget - trimmed);
+  if (trimmed < options_.trim_budget)
+    trimmed += allocator_.trim_surplus(options_.trim_budget - trimmed, quiet_);
   bump(trimmed_, trimmed);
   publish_free();
   return trimmed;
@@ -205,7 +215,7 @@ uint64_t stack_pool::next_trim_ms() {
   bool dirty = false;
   for (const free_list& list : lists_) dirty = dirty || list.clean_below < list.count;
   if (!dirty && !allocator_.has_dirty_surplus()) return UINT64_MAX;
-  return window_start_ms_ + options_.window_ms;
+  return std::min(window_start_ms_ + options_.window_ms, quiet_since_ms_ + options_.quiet_ms);
 }
 
 stack_pool_stats stack_pool::stats() const noexcept {

@@ -16,6 +16,9 @@ struct stack_pool_options {
   uint64_t window_ms = 10'000; // peaks, other pools' traffic and trimming go by windows this long
   size_t surplus_batch = 32;   // slots moved to or from the allocator's surplus at once
   size_t trim_budget = 4096;   // at most this many madvise calls per maintain()
+  // Once no stack has been acquired or released anywhere in the runtime for this long, every
+  // free stack is cold: maintain() gives all their pages back without waiting for windows.
+  uint64_t quiet_ms = 1000;
 };
 
 // Counters are single-writer (the owning worker) relaxed atomics, so stats() may be read from
@@ -53,6 +56,8 @@ class stack_pool {
   // Call it when idle, before parking, and now and then when busy -- never on a spawn path:
   // it makes one madvise per stack trimmed. Returns how many stacks it trimmed.
   size_t maintain(uint64_t now_ms);
+  // Whether the last maintain() found the runtime's stack traffic quiet (see quiet_ms).
+  bool quiet() const noexcept { return quiet_; }
   // When maintain() should run again to give back pages still held by free stacks (here or in
   // the allocator's surplus): the next window's start; UINT64_MAX when every free stack is
   // clean. An idle worker parks no longer than this, so that the pages of a burst's stacks are
@@ -104,6 +109,9 @@ class stack_pool {
   stack_pool_options options_;
   std::array<free_list, stack_class_count> lists_;
   uint64_t window_start_ms_ = 0;
+  uint64_t traffic_seen_ = 0;     // runtime-wide acquires + releases at the last maintain()
+  uint64_t quiet_since_ms_ = 0;   // when traffic_seen_ last changed
+  bool quiet_ = false;
   size_t free_total_ = 0;  // published in counters_->free_slots for stack_allocator::stats()
   std::atomic<uint64_t> acquired_{0}, released_{0}, carved_{0}, from_surplus_{0}, to_surplus_{0},
       trimmed_{0};

@@ -306,6 +306,33 @@ TEST_CASE("maintain gives the pages of surplus stacks back, keeping their guards
   CHECK(!s->clean);
 }
 
+TEST_CASE("once no stack moved anywhere for quiet_ms, maintain gives every free stack's pages back", "[stack]") {
+  stack_allocator allocator(test_options());
+  stack_pool_options po;
+  po.min_bound = 4;
+  stack_pool pool(allocator, po);
+  std::vector<stack_slot*> held;
+  for (int i = 0; i < 512; ++i) {
+    held.push_back(pool.acquire(allocator.default_class(), nullptr));
+    std::memset(held.back()->lo, 1, held.back()->size());
+  }
+  for (stack_slot* s : held) pool.release(s, 0);
+  CHECK(pool.maintain(100) == 0);  // the burst just ended: its stacks may be wanted again
+  CHECK(!pool.quiet());
+  CHECK(pool.next_trim_ms() == 1'100);  // not the 10 s window: the quiet second
+  // Traffic restarts the quiet second.
+  stack_slot* s = pool.acquire(allocator.default_class(), nullptr);
+  pool.release(s, 900);
+  CHECK(pool.maintain(1'000) == 0);
+  CHECK(pool.next_trim_ms() == 2'000);
+  const size_t before = resident_bytes();
+  CHECK(pool.maintain(2'000) == 512);
+  CHECK(pool.quiet());
+  CHECK(before - resident_bytes() >= 28 * 1024 * 1024);
+  CHECK(pool.next_trim_ms() == UINT64_MAX);  // all clean: an idle worker may sleep for good
+  CHECK(pool.stats().local_free + allocator.stats().slots_surplus == 512);
+}
+
 TEST_CASE("a guard still faults after its stack was trimmed", "[stack][probe]") {
   check_overflow_report(run_probe({"recursion", "--trimmed"}));
   check_overflow_report(run_probe({"recursion", "--trimmed", "--mprotect"}));
