@@ -2,6 +2,7 @@
 #include "server_main.hpp"
 
 #include <herd/actors.hpp>
+#include <herd/observer/observer.hpp>
 
 #include <pthread.h>
 #include <signal.h>
@@ -30,7 +31,8 @@ using namespace std::chrono_literals;
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
-               "       [--max-connections N|infinity] [--idle-hibernate-ms MS]\n",
+               "       [--max-connections N|infinity] [--idle-hibernate-ms MS]\n"
+               "       [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
                prog, why.c_str(), prog);
   std::exit(2);
 }
@@ -84,6 +86,16 @@ server_options parse_server_options(const char* prog, int argc, char** argv) {
       std::string_view v = value();
       o.max_connections =
           v == "infinity" ? net::infinity_connections : number<std::size_t>(prog, a, v, 1, std::size_t(1) << 40);
+    } else if (a == "--observer") {
+      o.observer = std::string(value());
+      if (o.observer.empty()) usage_error(prog, "--observer needs a socket path");
+    } else if (a == "--metrics") {
+      o.metrics = std::string(value());
+      auto colon = o.metrics.rfind(':');
+      std::string host = colon == std::string::npos ? "" : o.metrics.substr(0, colon);
+      if (host != "127.0.0.1" && host != "localhost" && host != "[::1]")
+        usage_error(prog, "--metrics: '" + o.metrics + "' is not a loopback address (127.0.0.1:PORT or [::1]:PORT)");
+      number<uint16_t>(prog, a, std::string_view(o.metrics).substr(colon + 1), 0, 65535);
     } else if (a == "--idle-hibernate-ms") {
       o.idle_hibernate = std::chrono::milliseconds(number<long>(prog, a, value(), 0, 86'400'000));
     } else {
@@ -91,6 +103,7 @@ server_options parse_server_options(const char* prog, int argc, char** argv) {
     }
   }
   if (!o.port) usage_error(prog, "--port is required (0 picks a free port)");
+  if (!o.metrics.empty() && o.observer.empty()) usage_error(prog, "--metrics needs --observer PATH");
   return o;
 }
 
@@ -118,7 +131,26 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
       code = 1;
       return;
     }
+    // The observer starts once the node and its listener are up, from a
+    // plain thread (start() refuses a worker), and is stopped before the
+    // root returns, so before the node stops.
+    std::unique_ptr<herd::observer::handle> obs;
+    if (!o.observer.empty()) {
+      auto r = herd::blocking([&] { return herd::observer::start({.path = o.observer, .metrics_addr = o.metrics}); });
+      if (!r) {
+        std::fprintf(stderr, "%s: observer: %s\n", prog, r.error.c_str());
+        code = 2;
+        (void)net::stop_listener(prog);
+        return;
+      }
+      obs = std::move(r.observer);
+    }
     std::printf("listening on %s:%u\n", l->bind.c_str(), unsigned(l->port));
+    // After "listening on" (scripts wait for that first line).
+    if (obs) std::printf("observer on %s\n", o.observer.c_str());
+    if (obs && obs->metrics_port())
+      std::printf("metrics on %s:%u\n", o.metrics.substr(0, o.metrics.rfind(':')).c_str(),
+                  unsigned(obs->metrics_port()));
     std::fflush(stdout);
 
     herd::pid root = herd::self();
@@ -134,6 +166,7 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
                  before ? before->connections : std::size_t(0));
     if (auto d = net::drain_listener(prog, 5s); !d)
       std::fprintf(stderr, "%s: drain: %s\n", prog, d.error().message().c_str());
+    if (obs) herd::blocking([&] { obs.reset(); });
   });
   if (!why.is_normal()) {
     std::fprintf(stderr, "%s: the node ended: %s\n", prog, why.to_string().c_str());

@@ -47,5 +47,9 @@ stage_done "tsan build"
 
 stage "tsan tests (runtime, actors; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error -R "^(runtime_tests|actor_tests|supervisor_tests|net_tests)"
+  ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error -R "^(runtime_tests|actor_tests|supervisor_tests|net_tests|observer_tests)"
 stage_done "tsan tests (runtime, actors; small scale)"
+
+stage "observer request fuzzer (clang libFuzzer + ASan/UBSan, 60 s)"
+tools/fuzz_observer.sh 60 build-fuzz "$jobs"
+stage_done "observer request fuzzer (clang libFuzzer + ASan/UBSan, 60 s)"

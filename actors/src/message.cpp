@@ -10,6 +10,7 @@ namespace {
 
 struct counter_block {
   std::atomic<int64_t> value{0};
+  std::atomic<uint64_t> made{0};  // messages (and signals) made by this thread, ever: the observer's rate
   counter_block* next = nullptr;
 };
 
@@ -34,6 +35,7 @@ __attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block 
   counter_block* b = tl_block;
   if (__builtin_expect(!b, 0)) b = register_block();
   b->value.store(b->value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  if (delta > 0) b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 void destroy_message(message* m) noexcept {
@@ -52,6 +54,13 @@ std::ptrdiff_t live_messages_total() noexcept {
   for (counter_block* b = g_blocks.load(std::memory_order_acquire); b; b = b->next)
     sum += b->value.load(std::memory_order_relaxed);
   return static_cast<std::ptrdiff_t>(sum);
+}
+
+uint64_t messages_made_total() noexcept {
+  uint64_t sum = 0;
+  for (counter_block* b = g_blocks.load(std::memory_order_acquire); b; b = b->next)
+    sum += b->made.load(std::memory_order_relaxed);
+  return sum;
 }
 
 }  // namespace herd::detail

@@ -25,6 +25,7 @@
 #include "node_state.hpp"
 #include "registry_impl.hpp"
 #include "signals.hpp"
+#include "trace.hpp"
 
 #include <cxxabi.h>
 
@@ -123,6 +124,9 @@ void process_finished(rt::fiber* f) noexcept {
         "herd::no_stack", "a hibernated process woke up and no stack could be mapped"));
   }
   node_state* n = current_node();
+  // Before the unpublish: a tracer that no longer finds the pid must be able
+  // to count on the process having let go of it (trace.hpp).
+  trace_exit(p, p->final_reason ? *p->final_reason : exit_reason::normal());
   n->table.unpublish(p->id);
   // The slot can be reused at once: a stale pid's lookup finds the new
   // process and rejects it by generation. Only the control block must wait

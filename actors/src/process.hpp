@@ -10,6 +10,7 @@
 //   pending_exit            — any thread sets it once (CAS from nullptr); the
 //                             owner reads it at blocking points
 //   name                    — the registry (under its lock); read by anyone
+//   tracer                  — the observer's trace (trace.cpp); read by senders
 // A control block stays readable until a grace period after its pid was
 // unpublished from the process table (rt::retire), so a sender that looked it
 // up can still push into it; free_process drains what such senders left.
@@ -28,12 +29,17 @@ namespace herd::detail {
 
 struct interned_name;
 struct relations;
+struct trace_core;
 
 // Layout: the fiber's first cache line holds what every switch touches; the
 // process's first line (id, then the mailbox's senders' end and save queue)
 // what every send and receive touches.
 struct alignas(64) process final : rt::fiber {
   pid id;
+  // The observer's trace of this process (trace.hpp), or nullptr: every
+  // delivery loads it (acquire — a plain load on x86-64) and does nothing
+  // more while it is null. Beside id, so a send touches no extra line.
+  std::atomic<trace_core*> tracer{nullptr};
   mailbox mbox;
   body* current_body = nullptr;      // what runs next (spawn's function or a continuation)
   std::atomic<exit_reason*> pending_exit{nullptr};
@@ -42,13 +48,13 @@ struct alignas(64) process final : rt::fiber {
   uint64_t spawned_ms = 0;
   pid parent;                        // who spawned it (no_pid: a foreign thread); set before start
   uint32_t body_size = 0;
-  bool is_root = false;              // set before start; the node waits for it
   uint32_t exits_swallowed = 0;      // owner: exit_unwind thrown and caught by user code
+  bool is_root = false;              // set before start; the node waits for it
+  // Written by the owner only; relaxed loads by others (node shutdown, the
+  // observer) are hints. (Packed here: the block stays 5 cache lines.)
+  std::atomic<bool> trap_exit{false};
   uint64_t exit_first_thrown_ms = 0; // owner: when exit_unwind was first thrown (0: never)
   body* running_body = nullptr;      // owner: the body on the stack now
-  // Written by the owner only; relaxed loads by others (node shutdown, the
-  // observer) are hints.
-  std::atomic<bool> trap_exit{false};
   relations* rel = nullptr;          // links and monitors (signals.hpp); owner only
   // Run by launch once the pid is allocated, before the process can run
   // (spawn_link / spawn_monitor record the parent's side there).

@@ -7,6 +7,7 @@
 #include "node_state.hpp"
 #include "process.hpp"
 #include "signals.hpp"
+#include "trace.hpp"
 
 namespace herd::detail {
 
@@ -20,6 +21,7 @@ bool deliver(pid to, message* m) noexcept {
     // On a worker: the pointer stays valid until this worker's next quiescent
     // point (see sched/qsbr.hpp); nothing here suspends before we are done.
     if (process* p = n->table.lookup(to)) {
+      trace_delivery(p, m, process::from(me)->id);
       p->mbox.push(m);
       rt::wake_from(me, p);
       delivered = true;
@@ -27,6 +29,7 @@ bool deliver(pid to, message* m) noexcept {
   } else if (n) {
     rt::foreign_read_guard g;  // foreign threads count as readers meanwhile
     if (process* p = n->table.lookup(to)) {
+      trace_delivery(p, m, no_pid);
       p->mbox.push(m);
       rt::wake(p);
       delivered = true;

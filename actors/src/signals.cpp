@@ -13,6 +13,7 @@
 #include <herd/runtime/sched.hpp>
 
 #include "node_state.hpp"
+#include "trace.hpp"
 
 #include <algorithm>
 
@@ -91,6 +92,11 @@ message* act_on(process* p, message* m) {
         return m;
       }
       destroy_message(m);  // the call gave up: a late reply is dropped
+      return nullptr;
+    }
+    case kind_info: {
+      if (const auto& a = m->as<sig_info>().answer) answer_info(p, *a);
+      destroy_message(m);
       return nullptr;
     }
     case kind_call: {
@@ -175,6 +181,7 @@ message* drain_mailbox(process* p) {
       ++consumed;
       while (made) {
         message* after = next_of(made);
+        trace_delivery(p, made, no_pid);  // made here: a source's data (tcp_data, ...)
         mb.append(made);
         if (!first) first = made;
         --consumed;

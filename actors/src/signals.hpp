@@ -18,6 +18,9 @@
 //   kind_deferred                a source's notification (detail/deferred.hpp):
 //                                materialized into messages at the drain,
 //                                handed back to its source when discarded
+//   kind_info                    the observer asks for links, monitors and
+//                                trap_exit (sig_info): answered at the drain,
+//                                dropped unanswered if the process has ended
 #pragma once
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/links.hpp>
@@ -28,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -55,6 +59,7 @@ enum : uint32_t {
   kind_alias,
   kind_call,  // a call_request: a message that also sets up a monitor of the server
   kind_deferred,  // a deferred_ops note (never freed here: it belongs to its source)
+  kind_info,      // sig_info: the observer's question (introspect.cpp)
 };
 
 struct sig_link {
@@ -76,6 +81,13 @@ struct sig_demonitor {
   pid from;
   uint64_t ref;
 };
+
+struct info_answer;  // introspect.cpp: filled by the owner, waited for by the asker
+struct sig_info {
+  std::shared_ptr<info_answer> answer;
+};
+// The owner, at its drain: fills in and signals the answer.
+void answer_info(process* p, info_answer& a) noexcept;
 
 // message::reserved on a filed `down` or call reply: the first 8 bytes of its
 // payload are a ref, and a finished call or a demonitor may still drop it.

@@ -145,6 +145,7 @@ result<> stop_listener(std::string_view name) {
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout) {
   auto l = find(name);
   if (!l) return not_found(name);
+  l->draining.store(true, std::memory_order_relaxed);
   l->suspended.store(true, std::memory_order_seq_cst);
   uint64_t cs = l->conns_sup.load(std::memory_order_acquire);
   herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, detail::drain_request{});

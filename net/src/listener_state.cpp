@@ -86,7 +86,10 @@ listener_info listener_state::snapshot() const {
   i.refusals = refusals.load(std::memory_order_relaxed);
   i.emfile_backoffs = emfile_backoffs.load(std::memory_order_relaxed);
   i.suspended = suspended.load(std::memory_order_relaxed);
+  i.draining = draining.load(std::memory_order_relaxed);
   i.acceptors = opts.acceptors;
+  uint64_t s = sup.load(std::memory_order_relaxed);
+  if (s) i.supervisor = pid{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32)};
   return i;
 }
 

@@ -46,6 +46,7 @@ struct listener_state {
   std::atomic<std::size_t> conns{0};
   std::atomic<std::size_t> max_conns{0};
   std::atomic<bool> suspended{false};
+  std::atomic<bool> draining{false};   // relaxed: a statistic (drain_listener began)
   std::atomic<uint64_t> conns_sup{0};  // its pid; written when it starts
   std::atomic<uint64_t> sup{0};        // the listener_sup's pid
 

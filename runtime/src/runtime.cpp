@@ -148,8 +148,8 @@ unsigned runtime::workers() const noexcept { return impl_->n_workers; }
 const std::vector<std::string>& runtime::startup_warnings() const noexcept { return impl_->warnings; }
 
 
-runtime_metrics runtime::metrics() const {
-  const impl& r = *impl_;
+namespace {
+runtime_metrics metrics_of(const runtime_impl& r) {
   runtime_metrics m;
   const uint64_t per_ms = clock_impl::tsc_per_ms();
   for (auto& w : r.workers) {
@@ -158,15 +158,23 @@ runtime_metrics runtime::metrics() const {
     x.steals = w->steals.load(std::memory_order_relaxed);
     x.stolen = w->stolen.load(std::memory_order_relaxed);
     x.parks = w->parks.load(std::memory_order_relaxed);
-    uint64_t parked_ns = w->parked_tsc.load(std::memory_order_relaxed) * 1000000 / per_ms;
+    // A park in progress counts up to now (parked_tsc grows only when it ends):
+    // a worker parked for seconds is idle, not busy.
+    uint64_t parked = w->parked_tsc.load(std::memory_order_relaxed);
+    if (uint64_t since = w->parked_since_tsc.load(std::memory_order_relaxed)) {
+      uint64_t now_tsc = clock_impl::tsc();
+      if (now_tsc > since) parked += now_tsc - since;
+    }
+    uint64_t parked_ns = parked * 1000000 / per_ms;
     uint64_t up_ns = (now_ms() - r.started_ms) * 1000000;
     x.busy_ns = up_ns > parked_ns ? up_ns - parked_ns : 0;
     x.run_queue = w->ring.size_approx() + (w->run_next.load(std::memory_order_relaxed) ? 1 : 0);
     x.timers = w->timers.size();
+    x.running = w->running.load(std::memory_order_relaxed);
     m.workers.push_back(x);
   }
   {
-    std::lock_guard<std::mutex> g(const_cast<impl&>(r).long_m);
+    std::lock_guard<std::mutex> g(const_cast<runtime_impl&>(r).long_m);
     m.long_schedules.assign(r.longs.begin(), r.longs.end());
   }
   m.polls = r.io.polls();
@@ -176,6 +184,16 @@ runtime_metrics runtime::metrics() const {
   m.uptime_ms = now_ms() - r.started_ms;
   m.guard = to_string(r.stacks.guard());
   return m;
+}
+}  // namespace
+
+runtime_metrics runtime::metrics() const { return metrics_of(*impl_); }
+
+bool current_metrics(runtime_metrics& out) {
+  runtime_impl* r = current_runtime();
+  if (!r) return false;
+  out = metrics_of(*r);
+  return true;
 }
 
 }  // namespace herd::rt

@@ -7,6 +7,7 @@
 #include <herd/supervisors/child_spec.hpp>
 #include <herd/supervisors/result.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,7 @@ struct restart { std::string id; };              // -> result<pid>
 struct remove { std::string id; };               // -> result<>
 struct which {};                                 // -> std::vector<child_info>
 struct count {};                                 // -> child_counts
+struct tree { std::size_t max; };                // -> tree_children (the observer)
 
 // start_link's handshake: sent to the parent once the children are started.
 struct init_ack {

@@ -49,6 +49,7 @@
 #include <herd/actors/send.hpp>
 #include <herd/supervisors/supervisor.hpp>
 
+#include "introspect_impl.hpp"
 #include "requests.hpp"
 #include "state.hpp"
 
@@ -168,6 +169,7 @@ void on_exit(state& s, exit_msg&& e) {
         [&](call_request<req::remove>&& c) { reply(c.from, handle_delete(s, c.req.id)); },
         [&](call_request<req::which>&& c) { reply(c.from, handle_which(s)); },
         [&](call_request<req::count>&& c) { reply(c.from, handle_count(s)); },
+        [&](call_request<req::tree>&& c) { reply(c.from, handle_tree(s, c.req.max)); },
         [&](req::try_again&& t) { retry_restart(s, t.key); },
         // Last: anything else would stay in the mailbox forever and slow every receive.
         [&](const any_message& m) { report_unexpected(s, m.type_name()); });
@@ -205,6 +207,7 @@ bool stop_requested(state& s, exit_reason& why) {
     herd::exit(exit_reason::shutdown(why));
   }
   if (ack) send(parent, req::init_ack{s.self, true, {errc::not_found}});
+  registration listed(s);  // the observer's tree, until this stack unwinds
   loop(s);
 }
 

@@ -145,6 +145,7 @@ bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
     std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
     f->stack = rt->foreign_stacks.acquire(f->stack_class, error);
   }
+  if (f->stack) f->stack_top.store(reinterpret_cast<uintptr_t>(f->stack->hi), std::memory_order_relaxed);
   return f->stack != nullptr;
 }
 
@@ -158,9 +159,12 @@ void release_stack(fiber* f) noexcept {
     rt->foreign_stacks.release(f->stack, now_ms());
   }
   f->stack = nullptr;
+  f->stack_top.store(0, std::memory_order_relaxed);
 }
 
 std::size_t default_stack_size() noexcept { return current_runtime()->opts.stack_size; }
+
+std::size_t stack_size_of(const fiber* f) noexcept { return class_size(f->stack_class); }
 
 const char* guard_mechanism() noexcept { return to_string(current_runtime()->stacks.guard()); }
 

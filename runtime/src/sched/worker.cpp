@@ -24,7 +24,8 @@
 // switch); a fiber that runs long without yielding is the monitor's business
 // (monitor.cpp), not the loop's.
 //
-// Parking: the worker fires due timers, trims its stack pool, reports itself
+// Parking: the worker fires due timers, trims its stack pool (every free stack
+// once no stack has moved for a second: a burst is over), reports itself
 // parked to `idle` (if it was the last searcher it re-checks every queue, see
 // idle.hpp), goes offline for reclamation, and sleeps until its next timer:
 // in epoll_wait if it can take the poller token, else on its futex. There is
@@ -43,6 +44,7 @@
 #include "sched/fiber_state.hpp"
 #include "time/clock_impl.hpp"
 
+#include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
 
 #include <algorithm>
@@ -244,6 +246,7 @@ void worker::run(fiber* f) {
   }
   if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
+    if (f->stack) f->stack_top.store(reinterpret_cast<uintptr_t>(f->stack->hi), std::memory_order_relaxed);
     if (!f->stack) {
       f->rt_flags |= fiber_flag_no_stack;
       state::mark_dead(f);
@@ -276,11 +279,15 @@ void worker::run(fiber* f) {
     case suspend_reason::hibernate:
       stacks.release(f->stack, coarse_ms_);
       f->stack = nullptr;
+      // relaxed: observer hints. The next stack starts untouched.
+      f->stack_top.store(0, std::memory_order_relaxed);
+      f->low_sp.store(0, std::memory_order_relaxed);
       if (!state::try_park(f)) schedule_next(f);
       break;
     case suspend_reason::dead:
       stacks.release(f->stack, coarse_ms_);
       f->stack = nullptr;
+      f->stack_top.store(0, std::memory_order_relaxed);
       state::mark_dead(f);
       f->ops->finished(f);
       break;
@@ -429,7 +436,9 @@ void worker::park() {
     fire_timers(now);
     return;  // something may be runnable now
   }
-  stacks.maintain(now);
+  // A quiet runtime after a burst: its stacks' pages went back above, the
+  // allocator's free pages follow.
+  if (stacks.maintain(now) > 0 && stacks.quiet()) alloc::collect();
   rt.reclaim.quiescent(id);
   if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
   if (rt.opts.deterministic && advance_virtual_time()) return;
@@ -460,9 +469,12 @@ void worker::park() {
   if (!rt.stopping.load(std::memory_order_acquire)) {
     poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
     uint64_t t0 = clock_impl::tsc();
+    // relaxed: statistics; metrics() counts a park in progress from here.
+    parked_since_tsc.store(t0, std::memory_order_relaxed);
     rt.note_parking(+1);
     park_token.park(timeout, io);
     rt.note_parking(-1);
+    parked_since_tsc.store(0, std::memory_order_relaxed);
     parked_tsc.store(parked_tsc.load(std::memory_order_relaxed) + (clock_impl::tsc() - t0),
                      std::memory_order_relaxed);
     if (io) rt.io.release();

@@ -48,6 +48,7 @@ class worker {
   std::atomic<uint64_t> stolen{0};
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> parked_tsc{0};  // time spent parked
+  std::atomic<uint64_t> parked_since_tsc{0};  // when the current park began; 0: not parked
   // The fiber being run (relaxed; the monitor reads it), and whether the
   // monitor found this worker inside one fiber for over 10 ms (thieves may
   // then take its run next).

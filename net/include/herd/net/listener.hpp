@@ -72,7 +72,9 @@ struct listener_info {
   uint64_t refusals = 0;           // closed at once: handshake timeout, spawn failure
   uint64_t emfile_backoffs = 0;    // EMFILE/ENFILE: 100 ms pauses taken
   bool suspended = false;
+  bool draining = false;           // drain_listener has begun
   unsigned acceptors = 0;
+  herd::pid supervisor;            // the listener_sup
 };
 
 // From a process. Binds and listens first (errors: errc::in_use for a port
@@ -91,8 +93,9 @@ result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout
 // new connections wait in the kernel's backlog (up to its size).
 result<> suspend_listener(std::string_view name);
 result<> resume_listener(std::string_view name);
-// From a process. Takes effect at once: lowering it never closes existing
-// connections; raising it lets the acceptors take what waits in the backlog.
+// Any thread (the observer calls it from its own). Takes effect at once:
+// lowering it never closes existing connections; raising it lets the
+// acceptors take what waits in the backlog.
 result<> set_max_connections(std::string_view name, std::size_t n);
 // Any thread.
 result<listener_info> info(std::string_view name);

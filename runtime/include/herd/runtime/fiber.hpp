@@ -70,6 +70,10 @@ struct fiber {
   std::atomic<uint64_t> reductions{0};    // total; relaxed, for the observer
   std::atomic<uint64_t> last_run_ms{0};   // relaxed, for the observer
   std::atomic<uintptr_t> low_sp{0};       // lowest stack pointer seen at a switch; relaxed
+  // The current stack's top (its initial sp), 0 while the fiber has no stack
+  // (hibernated, ended). Written by whoever assigns or releases the stack,
+  // relaxed: the observer's "touched = stack_top - low_sp" is a hint.
+  std::atomic<uintptr_t> stack_top{0};
 #if defined(__SANITIZE_ADDRESS__)
   void* asan_fake_stack = nullptr;
 #endif

@@ -33,6 +33,7 @@ struct worker_metrics {
   uint64_t busy_ns = 0;        // time spent running fibers
   uint64_t run_queue = 0;      // current length (approximate)
   uint64_t timers = 0;         // armed timers on this worker's wheel
+  const void* running = nullptr;  // the fiber running on it now (identity only; a hint)
 };
 
 struct long_schedule {
@@ -74,5 +75,10 @@ class runtime {
  private:
   std::unique_ptr<impl> impl_;
 };
+
+// Any thread: the running runtime's metrics (what runtime::metrics() gives);
+// false, `out` untouched, when no runtime runs. The caller must keep the
+// runtime from stopping meanwhile (the observer stops before its node).
+bool current_metrics(runtime_metrics& out);
 
 }  // namespace herd::rt

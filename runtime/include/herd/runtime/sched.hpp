@@ -72,6 +72,9 @@ void release_stack(fiber* f) noexcept;
 
 // Any thread. The default stack size and guard mechanism in use.
 std::size_t default_stack_size() noexcept;
+// Any thread: the size of the stacks f is given (its class, fixed at
+// prepare_stack; read it only after the fiber was published to you).
+std::size_t stack_size_of(const fiber* f) noexcept;
 const char* guard_mechanism() noexcept;
 
 // Any thread: true while the calling thread is a herd worker.

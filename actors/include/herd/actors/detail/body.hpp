@@ -34,7 +34,7 @@ struct body_impl final : body {
   // accepts them (as std::thread does: a move-only argument can be taken by
   // value), else as lvalues (a function taking T& gets the stored copy).
   static constexpr bool by_rvalue = std::is_invocable_v<F&, Args&&...>;
-  using R = std::conditional_t<by_rvalue, std::invoke_result<F&, Args&&...>,
+  using R = typename std::conditional_t<by_rvalue, std::invoke_result<F&, Args&&...>,
                                std::invoke_result<F&, Args&...>>::type;
   body* invoke() override {
     if constexpr (std::is_same_v<R, hibernation>) {

@@ -1,0 +1,155 @@
+// Snapshots of a running node's processes, for the observer (herd::observer)
+// and tests: what BEAM's process_info / erlang:processes / dbg give.
+//
+// Nothing here stops the world. The process table is scanned reading relaxed
+// atomic fields of each control block (status, mailbox counters, reductions,
+// stack depth), so a row is a hint that may be a moment old. Links, monitors
+// and trap_exit belong to the process alone: ask_relations sends it a signal
+// that it answers at its next drain (a receive), and gives up after a wait.
+//
+// Who may call what is said per function. "A plain thread" means any thread
+// that is not a herd worker: these calls scan the whole table or wait, which
+// a worker must never do (run them on the blocking pool, or on a thread of
+// your own as the observer does).
+#pragma once
+#include <herd/actors/pid.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::detail {
+struct trace_core;
+}
+
+namespace herd::introspect {
+
+enum class status : uint8_t {
+  running,     // on a worker now
+  runnable,    // in a run queue
+  waiting,     // parked in receive (or sleep)
+  hibernated,  // waiting, stack released
+  exiting,     // an exit is pending, or it has ended and is being cleaned up
+};
+const char* to_string(status s) noexcept;
+std::optional<status> status_from(std::string_view s) noexcept;
+
+struct process_row {
+  pid id;
+  std::string name;          // registered name; empty: none
+  status state = status::waiting;
+  uint64_t mailbox = 0;      // messages waiting (enqueued - taken)
+  uint64_t reductions = 0;
+  // Touched stack bytes + mailbox bytes (estimated here: mailbox x
+  // mailbox_message_estimate) + control block. Heap owned by user objects
+  // (what a process's variables point to) is not counted: herd cannot see it.
+  uint64_t memory = 0;
+  uint64_t age_ms = 0;
+  bool hibernated = false;
+};
+
+// The bytes a queued message is counted as in a scan's `memory` (its header
+// plus a small payload); process_info's relations give the exact figure.
+inline constexpr uint64_t mailbox_message_estimate = 64;
+
+enum class sort_key : uint8_t { mailbox, reductions, memory, age };
+
+struct process_query {
+  sort_key sort = sort_key::reductions;  // descending; age: oldest first
+  std::size_t limit = 20;
+  std::optional<std::string> name;       // substring of the registered name (unnamed never match)
+  std::optional<status> state;
+};
+
+struct process_list {
+  std::size_t total = 0;    // live processes seen by the scan
+  std::size_t matched = 0;  // of those, matching the filters
+  std::vector<process_row> rows;  // the top `limit` by the sort key
+};
+
+// A plain thread. One pass over the table, keeping the top `limit` in a
+// bounded heap: O(n log limit), no allocation per process.
+process_list processes(const process_query& q);
+
+struct process_detail {
+  process_row row;
+  pid parent;                   // who spawned it (no_pid: the root or a plain thread)
+  uint64_t stack_size = 0;
+  uint64_t stack_touched = 0;   // bytes below the stack's top seen in use at a switch
+  uint64_t last_ran_ms_ago = 0;
+  bool trap_exit = false;
+};
+// Any thread. std::nullopt: no such live process.
+std::optional<process_detail> process_info(pid p);
+
+struct relations {
+  bool answered = false;  // false: the process did not reach a receive in time (or ended)
+  std::vector<pid> links;
+  std::vector<pid> monitors;      // processes it monitors
+  std::vector<pid> monitored_by;  // processes monitoring it (a pending call counts)
+  bool trap_exit = false;
+  uint64_t mailbox_bytes = 0;     // exact, over the messages it has taken in
+};
+// A plain thread. Sends p a signal it answers at its next drain and waits up
+// to `wait` for the answer. std::nullopt: no such live process.
+std::optional<relations> ask_relations(pid p, std::chrono::milliseconds wait);
+
+// A plain thread. The pid of each fiber identity (rt::long_schedule::fiber,
+// rt::worker_metrics::running) that is a live process now, else no_pid. An
+// identity is a control block's address: one freed and reused by a new
+// process names the new one (these are hints).
+std::vector<pid> pids_of(const std::vector<const void*>& fibers);
+
+// Any thread: messages and signals made in this OS process, ever.
+uint64_t messages_made() noexcept;
+
+// ---- tracing: the next N messages and signals delivered to one process.
+
+struct trace_event {
+  uint64_t at_ms = 0;     // rt::now_ms() when it was delivered
+  bool signal = false;    // false: a message
+  std::string type;       // the message type's name, or the signal's ("exit", "link", ...)
+  uint64_t bytes = 0;     // envelope + payload
+  pid from;               // the sender, where known
+  std::string reason;     // exit signals: the reason
+};
+
+enum class trace_end : uint8_t { none, limit, exited, timeout, rate, closed };
+const char* to_string(trace_end e) noexcept;
+
+// Over this many events within one second a trace stops (recon_trace's rate).
+inline constexpr uint32_t trace_rate_limit = 1000;
+
+// A trace in progress. The target's deliveries record events into it (one
+// acquire load of the process's `tracer` when nobody traces: a plain load on
+// x86-64); it ends by itself at `limit` events, at the rate limit, or when
+// the process exits. Made and used by one plain thread.
+class tracer {
+ public:
+  // Attaches to p. notify_fd (an eventfd, or -1) is written (8 bytes, value
+  // 1) when events arrive or the trace ends, so a poll loop can wait for it.
+  // nullptr with *error set: no such process, or it is already traced.
+  static std::unique_ptr<tracer> start(pid p, uint32_t limit, int notify_fd, std::string* error);
+  ~tracer();  // ends it (closed) if still running, detaches, frees after a grace period
+  tracer(const tracer&) = delete;
+  tracer& operator=(const tracer&) = delete;
+
+  std::vector<trace_event> take();  // the events recorded since the last take
+  trace_end ended() const noexcept;  // trace_end::none while it runs
+  std::string exit_reason() const;   // when ended() == exited
+  void stop(trace_end why) noexcept;  // ends it now (no-op if already ended)
+  pid target() const noexcept { return target_; }
+  uint64_t recorded() const noexcept;  // events accepted so far
+
+ private:
+  tracer(detail::trace_core* c, pid p) : core_(c), target_(p) {}
+  detail::trace_core* core_;
+  pid target_;
+};
+
+}  // namespace herd::introspect

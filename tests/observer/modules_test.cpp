@@ -1,0 +1,52 @@
+// load and modules: a fixture module loaded through the observer, the
+// versions it lists with their actors, and `process` naming an actor's module.
+#include "observer_fixture.hpp"
+
+#include "greeter_api.hpp"
+#include "module_sandbox.hpp"
+
+using namespace observer_test;
+using namespace std::chrono_literals;
+
+TEST_CASE("load loads a module, modules lists current and old versions with their actors, process names the module") {
+  module_fixture::sandbox s;  // a private module directory (set_module_dir)
+  std::string v1 = s.deploy("greeter_v1", "greeter_v1.so");
+  std::string v2 = s.deploy("greeter_v2", "greeter_v2.so");
+  live_node n(2, [](root_ctx&) {});
+  client c(n.socket());
+  json r = c.ask(req("load", {{"path", v1}}), 30s);
+  INFO(r.dump());
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"] == json({{"name", "greeter"}, {"version", "1"}}));
+
+  // An actor that holds a v1 handler until told to stop.
+  herd::pid holder = herd::spawn([] {
+    auto h = herd::modules::create<module_fixture::greeter>("greeter");
+    herd::receive([](obs_msgs::stop_root) {});
+  });
+  json m;
+  REQUIRE(eventually([&] {
+    m = c.ask(req("modules"));
+    return m["result"]["modules"].size() == 1 && m["result"]["modules"][0]["current"]["actors"] == 1;
+  }));
+  INFO(m.dump());
+  CHECK(m["result"]["modules"][0]["name"] == "greeter");
+  CHECK(m["result"]["modules"][0]["current"]["version"] == "1");
+  CHECK(m["result"]["modules"][0]["current"]["path"] == v1);
+  CHECK(m["result"]["modules"][0]["old"].is_null());
+  json p = c.ask(req("process", {{"pid", holder.to_string()}}));
+  CHECK(p["result"]["module"] == json({{"name", "greeter"}, {"version", "1"}}));
+
+  REQUIRE(c.ask(req("load", {{"path", v2}}), 30s)["result"]["version"] == "2");
+  m = c.ask(req("modules"));
+  CHECK(m["result"]["modules"][0]["current"]["version"] == "2");
+  CHECK(m["result"]["modules"][0]["current"]["actors"] == 0);
+  CHECK(m["result"]["modules"][0]["old"]["version"] == "1");
+  CHECK(m["result"]["modules"][0]["old"]["actors"] == 1);
+
+  json bad = c.ask(req("load", {{"path", s.dir() + "/missing.so"}}), 30s);
+  CHECK(bad["error"]["code"] == "failed");
+  CHECK(!bad["error"]["message"].get<std::string>().empty());
+  herd::send(holder, obs_msgs::stop_root{});
+  CHECK(eventually([&] { return c.ask(req("process", {{"pid", holder.to_string()}}))["ok"] == false; }));
+}

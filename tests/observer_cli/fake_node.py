@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""A fake herd node for herd-observer's tests: it serves the observer protocol
+(docs/observer-protocol.md, version 1) on a Unix socket with canned but
+realistic data, and can misbehave on purpose.
+
+    fake_node.py SOCKET LOG [--mode MODE]
+
+Every request line received is appended to LOG (so a test can check that,
+say, a kill for <6.0> arrived). "ready" is printed once the socket listens.
+Modes:
+    ok           answer like a node would (the default)
+    malformed    answer every request with a line that is not JSON
+    not_object   answer with a JSON array
+    error        answer every request with ok:false, code "failed"
+    wrong_shape  answer ok:true with a result lacking the documented fields
+    close_mid    send half a reply line, then close the connection
+    silent       read requests, never answer
+Processes are sorted, limited and filtered as the protocol says, and a kill
+removes its process, so a client sees the node's state change.
+"""
+import copy
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+OS_PID = 4242
+
+PROCESSES = [
+    # pid, name, status, mailbox, reductions, memory, age_ms
+    ("<1.0>", "echo_server_sup", "waiting", 0, 5400, 12288, 600000),
+    ("<2.0>", "echo_server_acceptors_sup", "waiting", 0, 3200, 10240, 599000),
+    ("<3.0>", "echo_server_acceptor_1", "waiting", 0, 88000, 9000, 598000),
+    ("<4.0>", "echo_server_acceptor_2", "waiting", 0, 87000, 9100, 597000),
+    ("<5.0>", "echo_server_conns_sup", "waiting", 2, 4100, 16384, 596000),
+    ("<6.0>", "flooded_logger", "runnable", 25000, 40000, 2400000, 300000),
+    ("<7.0>", "hungry_cruncher", "running", 0, 9800000, 70000, 120000),
+    ("<8.1>", None, "hibernated", 0, 1500, 1200, 5000),
+    ("<9.0>", "big_cache", "waiting", 3, 52000, 8500000, 590000),
+]
+
+SORT_FIELD = {"mailbox": "mailbox", "reductions": "reductions", "memory": "memory", "age": "age_ms"}
+STATUSES = {"running", "runnable", "waiting", "hibernated", "exiting"}
+
+
+class Node:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.started = time.monotonic()
+        self.procs = {}
+        for pid, name, status, mbox, reds, mem, age in PROCESSES:
+            self.procs[pid] = {"pid": pid, "name": name, "status": status, "mailbox": mbox,
+                               "reductions": reds, "memory": mem, "age_ms": age,
+                               "hibernated": status == "hibernated"}
+        self.listeners = {
+            "echo_server": {"name": "echo_server", "address": "0.0.0.0:5555", "connections": 1,
+                            "max_connections": "infinity", "acceptors": 2, "accepts": 1234,
+                            "refusals": 3, "suspended": False, "draining": False, "supervisor": "<1.0>"},
+            "chat_server": {"name": "chat_server", "address": "127.0.0.1:6000", "connections": 0,
+                            "max_connections": 100, "acceptors": 1, "accepts": 0, "refusals": 0,
+                            "suspended": True, "draining": False, "supervisor": None},
+        }
+
+    def uptime_ms(self):
+        return 5021 + int((time.monotonic() - self.started) * 1000)
+
+    # Each returns the result object, or raises Refusal(code, message).
+    def overview(self, req):
+        with self.lock:
+            n = len(self.procs)
+        return {"node": {"os_pid": OS_PID, "uptime_ms": self.uptime_ms(), "herd_version": "0.1.0", "workers": 2},
+                "actors": n,
+                "memory": {"rss_bytes": 41000000, "mimalloc_committed_bytes": 9000000,
+                           "mimalloc_reserved_bytes": 67108864, "stacks_in_use": n, "stacks_carved": 64},
+                "rates": {"messages_per_s": 120000.0, "switches_per_s": 240000.0, "spawns_per_s": 0.0},
+                "workers": [{"id": 0, "utilization": 0.93, "run_queue": 4, "steals": 10, "parks": 77,
+                             "switches": 1000000, "timers": 3},
+                            {"id": 1, "utilization": 0.12, "run_queue": 0, "steals": 2, "parks": 901,
+                             "switches": 250000, "timers": 0}],
+                "long_running": [{"pid": "<7.0>", "duration_ms": 25, "ago_ms": 1200}]}
+
+    def processes(self, req):
+        sort = req.get("sort", "reductions")
+        limit = req.get("limit", 20)
+        if sort not in SORT_FIELD:
+            raise Refusal("bad_request", "sort must be mailbox, reductions, memory or age")
+        if not isinstance(limit, int) or not 1 <= limit <= 100000:
+            raise Refusal("bad_request", "limit must be 1..100000")
+        status = req.get("status")
+        if status is not None and status not in STATUSES:
+            raise Refusal("bad_request", "unknown status")
+        with self.lock:
+            procs = [copy.deepcopy(p) for p in self.procs.values()]
+        total = len(procs)
+        if "name" in req:
+            procs = [p for p in procs if p["name"] is not None and req["name"] in p["name"]]
+        if status is not None:
+            procs = [p for p in procs if p["status"] == status]
+        procs.sort(key=lambda p: p[SORT_FIELD[sort]], reverse=True)
+        return {"total": total, "matched": len(procs), "processes": procs[:limit]}
+
+    def process(self, req):
+        pid = req.get("pid")
+        with self.lock:
+            p = copy.deepcopy(self.procs.get(pid))
+        if p is None:
+            raise Refusal("noproc", "no live process %s" % pid)
+        del p["age_ms"]
+        p.update({"mailbox_bytes": p["mailbox"] * 64, "stack": {"size": 65536, "touched": 4096},
+                  "trap_exit": pid in ("<1.0>", "<2.0>", "<5.0>"),
+                  "parent": "<2.0>" if pid in ("<3.0>", "<4.0>") else "<1.0>",
+                  "supervisor": "<2.0>" if pid in ("<3.0>", "<4.0>") else "<1.0>",
+                  "links": ["<2.0>"] if pid in ("<3.0>", "<4.0>") else ["<1.0>"],
+                  "monitors": ["<9.0>"] if pid == "<6.0>" else [],
+                  "monitored_by": ["<6.0>"] if pid == "<9.0>" else [],
+                  "module": {"name": "hot_swap_handler", "version": "v1"} if pid == "<9.0>" else None,
+                  "last_ran_ms_ago": 12, "age_ms": self.procs_age(pid), "relations": "ok"})
+        return p
+
+    def procs_age(self, pid):
+        return dict((x[0], x[6]) for x in PROCESSES)[pid]
+
+    def tree(self, req):
+        return {"roots": [{"pid": "<1.0>", "name": "echo_server_sup", "kind": "supervisor",
+                           "strategy": "one_for_one", "intensity": 5, "period_ms": 10000,
+                           "children": [
+                               {"id": "acceptors", "pid": "<2.0>", "kind": "supervisor", "restart": "permanent",
+                                "strategy": "one_for_one", "children": [
+                                    {"id": "acceptor_1", "pid": "<3.0>", "kind": "worker", "restart": "permanent"},
+                                    {"id": "acceptor_2", "pid": "<4.0>", "kind": "worker", "restart": "permanent"}]},
+                               {"id": "conns", "pid": "<5.0>", "kind": "supervisor", "restart": "permanent",
+                                "strategy": "simple_one_for_one", "children": [
+                                    {"id": None, "pid": "<8.1>", "kind": "worker", "restart": "temporary"}],
+                                "more": 1500}]}]}
+
+    def listeners_(self, req):
+        with self.lock:
+            return {"listeners": [copy.deepcopy(l) for l in self.listeners.values()]}
+
+    def modules(self, req):
+        return {"modules": [
+            {"name": "hot_swap_handler",
+             "current": {"version": "v2", "path": "/srv/modules/handler_v2.so", "actors": 10},
+             "old": {"version": "v1", "path": "/srv/modules/handler_v1.so", "actors": 990}},
+            {"name": "stats_handler",
+             "current": {"version": "v1", "path": "/srv/modules/stats_v1.so", "actors": 1}, "old": None}]}
+
+    def kill(self, req):
+        pid = req.get("pid")
+        reason = req.get("reason", "kill")
+        with self.lock:
+            if pid not in self.procs:
+                raise Refusal("noproc", "no live process %s" % pid)
+            del self.procs[pid]
+        return {"pid": pid, "reason": reason}
+
+    def load(self, req):
+        path = req.get("path", "")
+        if os.path.basename(path) == "handler_v3.so":
+            return {"name": "hot_swap_handler", "version": "v3"}
+        raise Refusal("failed", "%s: cannot open shared object file: No such file or directory" % path)
+
+    def set_max_connections(self, req):
+        name = req.get("listener")
+        mx = req.get("max")
+        if not (mx == "infinity" or isinstance(mx, int)):
+            raise Refusal("bad_request", "max must be a number or \"infinity\"")
+        with self.lock:
+            if name not in self.listeners:
+                raise Refusal("not_found", "no listener named %s" % name)
+            self.listeners[name]["max_connections"] = mx
+        return {"listener": name, "max_connections": mx}
+
+
+class Refusal(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def serve_client(conn, node, mode, log):
+    f = conn.makefile("rb")
+    try:
+        for raw in f:
+            with open(log, "a") as lf:
+                lf.write(raw.decode(errors="replace").rstrip("\n") + "\n")
+            if mode == "silent":
+                continue
+            if mode == "malformed":
+                conn.sendall(b"this is not json {\n")
+                continue
+            if mode == "not_object":
+                conn.sendall(b"[1,2,3]\n")
+                continue
+            try:
+                req = json.loads(raw)
+            except ValueError:
+                conn.sendall(b'{"v":1,"ok":false,"error":{"code":"parse_error","message":"not JSON"}}\n')
+                continue
+            rid = req.get("id")
+            if mode == "error":
+                reply = {"v": 1, "id": rid, "ok": False,
+                         "error": {"code": "failed", "message": "the snapshot provider crashed"}}
+                conn.sendall((json.dumps(reply) + "\n").encode())
+                continue
+            if mode == "wrong_shape":
+                reply = {"v": 1, "id": rid, "ok": True, "result": {"unexpected": 1}}
+                conn.sendall((json.dumps(reply) + "\n").encode())
+                continue
+            if mode == "close_mid":
+                line = json.dumps({"v": 1, "id": rid, "ok": True, "result": node.overview({})}).encode()
+                conn.sendall(line[: len(line) // 2])
+                conn.shutdown(socket.SHUT_RDWR)
+                return
+            if req.get("req") == "trace":
+                trace(conn, node, req)
+                continue
+            handler = {"overview": node.overview, "processes": node.processes, "process": node.process,
+                       "tree": node.tree, "listeners": node.listeners_, "modules": node.modules,
+                       "kill": node.kill, "load": node.load,
+                       "set_max_connections": node.set_max_connections}.get(req.get("req"))
+            try:
+                if handler is None:
+                    raise Refusal("unknown_request", "no request %r" % req.get("req"))
+                reply = {"v": 1, "id": rid, "ok": True, "result": handler(req)}
+            except Refusal as r:
+                reply = {"v": 1, "id": rid, "ok": False, "error": {"code": r.code, "message": r.message}}
+            conn.sendall((json.dumps(reply) + "\n").encode())
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        conn.close()
+
+
+def trace(conn, node, req):
+    rid = req.get("id")
+    pid = req.get("pid")
+    limit = req.get("limit", 100)
+    if pid not in node.procs:
+        conn.sendall((json.dumps({"v": 1, "id": rid, "ok": False,
+                                  "error": {"code": "noproc", "message": "no live process %s" % pid}}) + "\n").encode())
+        return
+    send = lambda obj: conn.sendall((json.dumps(dict({"v": 1, "id": rid, "ok": True}, **obj)) + "\n").encode())
+    send({"result": {"tracing": pid, "limit": limit}})
+    events = [{"at_ms": 5021, "kind": "message", "type": "echo::ping", "bytes": 64},
+              {"at_ms": 5022, "kind": "signal", "type": "exit", "from": "<3.0>", "reason": "shutdown"},
+              {"at_ms": 5030, "kind": "message", "type": "echo::pong", "bytes": 2048}]
+    n = min(limit, len(events))
+    for e in events[:n]:
+        time.sleep(0.05)  # events arrive over time: the client must print as they come
+        send({"event": e})
+    send({"done": {"events": n, "why": "limit" if n == limit else "exited"}})
+
+
+def main():
+    path, log = sys.argv[1], sys.argv[2]
+    mode = "ok"
+    if len(sys.argv) > 3:
+        assert sys.argv[3] == "--mode"
+        mode = sys.argv[4]
+    node = Node()
+    if os.path.exists(path):
+        os.unlink(path)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    os.chmod(path, 0o600)
+    srv.listen(16)
+    print("ready", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve_client, args=(conn, node, mode, log), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

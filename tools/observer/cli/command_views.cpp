@@ -1,0 +1,207 @@
+#include "command_views.hpp"
+
+#include "humanise.hpp"
+#include "text_table.hpp"
+
+namespace observer_cli {
+namespace {
+
+using align = text_table::align;
+
+double num(const json& o, const char* key) { return o.at(key).get<double>(); }
+std::string str(const json& o, const char* key) { return o.at(key).get<std::string>(); }
+std::string integer(const json& o, const char* key) { return std::to_string(o.at(key).get<long long>()); }
+
+// A key/value block: keys padded to one column.
+class key_values {
+ public:
+  void add(std::string key, std::string value) { rows_.emplace_back(std::move(key), std::move(value)); }
+  std::string render() const {
+    std::size_t w = 0;
+    for (const auto& r : rows_) w = std::max(w, r.first.size());
+    std::string out;
+    for (const auto& [k, v] : rows_) out += fit(k, w + 2) + v + "\n";
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> rows_;
+};
+
+std::string pid_list(const json& pids) {
+  if (pids.empty()) return "-";
+  std::string out;
+  // Pids are strings; anything else a monitor may name is shown as its JSON.
+  for (const auto& p : pids) {
+    if (!out.empty()) out += ' ';
+    out += p.is_string() ? p.get<std::string>() : p.dump();
+  }
+  return out;
+}
+
+std::string render_overview(const json& r) {
+  const json& node = r.at("node");
+  const json& mem = r.at("memory");
+  const json& rates = r.at("rates");
+  key_values kv;
+  kv.add("node", "os pid " + integer(node, "os_pid") + ", up " + human_duration_ms(num(node, "uptime_ms")) +
+                     ", herd " + str(node, "herd_version") + ", " + integer(node, "workers") + " workers");
+  kv.add("actors", integer(r, "actors"));
+  kv.add("memory", "rss " + human_bytes(num(mem, "rss_bytes")) + ", mimalloc " +
+                       human_bytes(num(mem, "mimalloc_committed_bytes")) + " committed / " +
+                       human_bytes(num(mem, "mimalloc_reserved_bytes")) + " reserved");
+  kv.add("stacks", integer(mem, "stacks_in_use") + " in use, " + integer(mem, "stacks_carved") + " carved");
+  kv.add("rates", human_count(num(rates, "messages_per_s")) + " messages/s, " +
+                      human_count(num(rates, "switches_per_s")) + " switches/s, " +
+                      human_count(num(rates, "spawns_per_s")) + " spawns/s");
+  text_table workers({{"WORKER", align::right},
+                      {"UTIL", align::right},
+                      {"RUN QUEUE", align::right},
+                      {"STEALS", align::right},
+                      {"PARKS", align::right},
+                      {"SWITCHES", align::right},
+                      {"TIMERS", align::right}});
+  for (const auto& w : r.at("workers"))
+    workers.add_row({integer(w, "id"), human_percent(num(w, "utilization")), integer(w, "run_queue"),
+                     integer(w, "steals"), integer(w, "parks"), integer(w, "switches"), integer(w, "timers")});
+  std::string out = kv.render() + "\n" + workers.render() + "\n";
+  const json& long_running = r.at("long_running");
+  if (long_running.empty()) return out + "no long-running actors\n";
+  text_table lr({{"LONG-RUNNING"}, {"RAN FOR", align::right}, {"AGO", align::right}});
+  for (const auto& l : long_running)
+    lr.add_row({str(l, "pid"), human_duration_ms(num(l, "duration_ms")), human_duration_ms(num(l, "ago_ms"))});
+  return out + lr.render();
+}
+
+std::string render_processes(const json& r) {
+  const json& list = r.at("processes");
+  std::string out = integer(r, "total") + " processes, " + integer(r, "matched") + " matched, " +
+                    std::to_string(list.size()) + " shown\n";
+  if (list.empty()) return out;
+  text_table t({{"PID"},
+                {"NAME"},
+                {"STATUS"},
+                {"MAILBOX", align::right},
+                {"REDUCTIONS", align::right},
+                {"MEMORY", align::right},
+                {"AGE", align::right}});
+  for (const auto& p : list)
+    t.add_row({str(p, "pid"), text_or_dash(p.at("name")), str(p, "status"), integer(p, "mailbox"),
+               integer(p, "reductions"), human_bytes(num(p, "memory")), human_duration_ms(num(p, "age_ms"))});
+  return out + "\n" + t.render();
+}
+
+void render_tree_node(const json& n, const std::string& prefix, bool last, bool root, std::string& out) {
+  std::string label;
+  if (n.contains("id") && !n["id"].is_null()) label = n["id"].is_string() ? n["id"].get<std::string>() : n["id"].dump();
+  if (n.contains("name") && n["name"].is_string()) label = label.empty() ? str(n, "name") : label + " (" + str(n, "name") + ")";
+  if (!label.empty()) label += ' ';
+  label += str(n, "pid");
+  std::string detail = str(n, "kind");
+  if (n.contains("strategy")) detail.append(" ").append(str(n, "strategy"));
+  if (n.contains("intensity") && n.contains("period_ms"))
+    detail.append(", at most ").append(integer(n, "intensity")).append(" restarts in ").append(
+        human_duration_ms(num(n, "period_ms")));
+  if (n.contains("restart")) detail.append(", ").append(str(n, "restart"));
+  out += prefix + (root ? "" : last ? "`-- " : "|-- ") + label + "  " + detail + "\n";
+  std::string child_prefix = prefix + (root ? "" : last ? "    " : "|   ");
+  const json empty = json::array();
+  const json& children = n.contains("children") ? n["children"] : empty;
+  bool more = n.contains("more") && n["more"].get<long long>() > 0;
+  for (std::size_t i = 0; i < children.size(); ++i)
+    render_tree_node(children[i], child_prefix, i + 1 == children.size() && !more, false, out);
+  if (more) out += child_prefix + "`-- ... " + integer(n, "more") + " more\n";
+}
+
+std::string render_tree(const json& r) {
+  const json& roots = r.at("roots");
+  if (roots.empty()) return "no supervisors\n";
+  std::string out;
+  for (const auto& root : roots) render_tree_node(root, "", true, true, out);
+  return out;
+}
+
+std::string render_listeners(const json& r) {
+  const json& list = r.at("listeners");
+  if (list.empty()) return "no listeners\n";
+  text_table t({{"NAME"},
+                {"ADDRESS"},
+                {"CONNS", align::right},
+                {"MAX", align::right},
+                {"ACCEPTORS", align::right},
+                {"ACCEPTS", align::right},
+                {"REFUSALS", align::right},
+                {"STATE"},
+                {"SUPERVISOR"}});
+  for (const auto& l : list) {
+    const json& max = l.at("max_connections");
+    std::string state = l.at("draining").get<bool>() ? "draining" : l.at("suspended").get<bool>() ? "suspended" : "accepting";
+    t.add_row({str(l, "name"), str(l, "address"), integer(l, "connections"),
+               max.is_string() ? max.get<std::string>() : std::to_string(max.get<long long>()), integer(l, "acceptors"),
+               integer(l, "accepts"), integer(l, "refusals"), state, text_or_dash(l.at("supervisor"))});
+  }
+  return t.render();
+}
+
+std::string render_modules(const json& r) {
+  const json& list = r.at("modules");
+  if (list.empty()) return "no modules loaded\n";
+  text_table t({{"MODULE"}, {"CURRENT"}, {"ACTORS", align::right}, {"OLD"}, {"OLD ACTORS", align::right}, {"PATH"}});
+  for (const auto& m : list) {
+    const json& cur = m.at("current");
+    const json& old = m.at("old");
+    t.add_row({str(m, "name"), str(cur, "version"), integer(cur, "actors"), old.is_null() ? "-" : str(old, "version"),
+               old.is_null() ? "-" : integer(old, "actors"), str(cur, "path")});
+  }
+  return t.render();
+}
+
+}  // namespace
+
+std::string text_or_dash(const json& v) { return v.is_null() ? "-" : v.get<std::string>(); }
+
+std::string render_process(const json& p) {
+  key_values kv;
+  kv.add("pid", str(p, "pid"));
+  kv.add("name", text_or_dash(p.at("name")));
+  kv.add("status", str(p, "status") + (p.at("hibernated").get<bool>() ? " (hibernated)" : ""));
+  kv.add("mailbox", integer(p, "mailbox") + " messages, " + human_bytes(num(p, "mailbox_bytes")));
+  kv.add("reductions", integer(p, "reductions"));
+  const json& stack = p.at("stack");
+  kv.add("memory", human_bytes(num(p, "memory")) + " (stack: " + human_bytes(num(stack, "touched")) + " touched of " +
+                       human_bytes(num(stack, "size")) + ")");
+  kv.add("trap_exit", p.at("trap_exit").get<bool>() ? "true" : "false");
+  kv.add("parent", text_or_dash(p.at("parent")));
+  kv.add("supervisor", text_or_dash(p.at("supervisor")));
+  const json& module = p.at("module");
+  kv.add("module", module.is_null() ? "-" : str(module, "name") + " " + str(module, "version"));
+  kv.add("last ran", human_duration_ms(num(p, "last_ran_ms_ago")) + " ago");
+  kv.add("age", human_duration_ms(num(p, "age_ms")));
+  if (str(p, "relations") == "busy") {
+    kv.add("links", "? (the process did not answer within 100 ms)");
+  } else {
+    kv.add("links", pid_list(p.at("links")));
+    kv.add("monitors", pid_list(p.at("monitors")));
+    kv.add("monitored by", pid_list(p.at("monitored_by")));
+  }
+  return kv.render();
+}
+
+std::string render_result(const std::string& command, const json& r) {
+  if (command == "overview") return render_overview(r);
+  if (command == "processes") return render_processes(r);
+  if (command == "process") return render_process(r);
+  if (command == "tree") return render_tree(r);
+  if (command == "listeners") return render_listeners(r);
+  if (command == "modules") return render_modules(r);
+  if (command == "kill") return "killed " + str(r, "pid") + " (reason: " + str(r, "reason") + ")\n";
+  if (command == "load") return "loaded " + str(r, "name") + " " + str(r, "version") + "\n";
+  if (command == "set_max_connections") {
+    const json& max = r.at("max_connections");
+    return str(r, "listener") + ": max_connections " +
+           (max.is_string() ? max.get<std::string>() : std::to_string(max.get<long long>())) + "\n";
+  }
+  return r.dump() + "\n";  // unreachable: cli_args admits only the commands above
+}
+
+}  // namespace observer_cli

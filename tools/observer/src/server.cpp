@@ -1,0 +1,306 @@
+// herd::observer's node side: a poll loop on a thread of its own.
+//
+// Design
+//  * Why a thread, not an actor: every request scans or waits — a table scan
+//    of 1,000,000 processes, a 100 ms wait for a busy process's relations, a
+//    module load's file work, a client that stops reading. On the observer's
+//    own thread none of that ever occupies a worker, and it never touches
+//    scheduler state: it reads the process table under rt::foreign_read_guard
+//    (introspect.cpp) and talks to actors only by sending signals and
+//    messages, or by spawning short helper processes (tree.cpp). The cost to
+//    the node is the scan itself, on whichever core the OS gives this thread.
+//  * One thread serves everything in order: the Unix socket's accepts, up to
+//    16 clients (a 17th gets `busy`), the metrics endpoint, trace streams,
+//    and the one-second sampler. Requests are answered one at a time, so a
+//    slow request delays other clients' answers (never the node).
+//  * Flow control: replies are queued per client and written without
+//    blocking; a client with more than 4 MiB waiting is closed (client.hpp).
+//    Input is framed by lines of at most 64 KiB; a longer one gets
+//    `too_long` and is discarded up to its newline (client.cpp).
+//  * Peers: SO_PEERCRED at accept — the node's uid or root, else one
+//    `refused` line and close (unix_socket.cpp). The socket is mode 0600 in
+//    a directory only the node's user can enter.
+//  * Traces: introspect::tracer records deliveries from the senders' threads
+//    and writes an eventfd (wake_fd_, shared with stop) when events arrive or
+//    a trace ends; the loop then moves events into the client's queue. A
+//    trace ends at its limit, at the rate limit, when its process exits, at
+//    its timeout (checked here), or when its client goes (`closed`).
+//  * Shutdown: the destructor sets stop_ and writes the eventfd; the loop
+//    ends its traces (detaching them while the node still runs — the
+//    handle must be destroyed before the node stops), closes every client
+//    and unlinks the socket file.
+// Memory ordering: stop_ is a relaxed flag read after the eventfd's read
+// (the syscall pair orders it); everything else is this thread's alone.
+#include "server.hpp"
+
+#include "metrics_http.hpp"
+#include "unix_socket.hpp"
+#include "views.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <stdexcept>
+
+namespace herd::observer {
+namespace {
+
+constexpr std::size_t max_clients = 16;
+constexpr std::size_t max_http_clients = 16;
+constexpr std::size_t max_http_head = 8192;
+constexpr std::size_t read_chunk = 65536;
+// Per client and poll round: enough for many requests, and a client that
+// floods cannot keep the others waiting.
+constexpr std::size_t read_budget = 4 * read_chunk;
+
+uint64_t steady_ms() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+void say_and_close(int fd, const std::string& line) {
+  // Best effort: a fresh socket's buffer takes one short line.
+  [[maybe_unused]] ssize_t n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
+}
+
+json event_json(const introspect::trace_event& e) {
+  json j;
+  j["at_ms"] = e.at_ms;
+  j["kind"] = e.signal ? "signal" : "message";
+  j["type"] = e.type;
+  j["bytes"] = e.bytes;
+  if (e.from.valid()) j["from"] = e.from.to_string();
+  if (!e.reason.empty()) j["reason"] = e.reason;
+  return j;
+}
+
+}  // namespace
+
+server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_port)
+    : unix_fd_(unix_fd), metrics_fd_(metrics_fd), wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      path_(std::move(path)), metrics_port_(metrics_port) {
+  if (wake_fd_ < 0) throw std::runtime_error("observer: eventfd failed");
+  env_.samples = &samples_;
+  env_.start_trace = [this](const trace_request& r) -> std::optional<request_failure> {
+    std::string err;
+    auto t = introspect::tracer::start(r.target, r.limit, wake_fd_, &err);
+    if (!t) return request_failure{err.find("no such") != std::string::npos ? "noproc" : "failed", err};
+    traces_.push_back(trace_stream{current_->key, r.id, std::move(t), steady_ms() + r.timeout_ms});
+    return std::nullopt;
+  };
+}
+
+void server::start() { thread_ = std::thread([this] { run(); }); }
+
+server::~server() {
+  stop_.store(true, std::memory_order_relaxed);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  traces_.clear();  // detaches (the node must still run: see the header)
+  for (auto& c : clients_) ::close(c.fd);
+  for (auto& h : http_) ::close(h.fd);
+  ::close(unix_fd_);
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+  ::close(wake_fd_);
+  ::unlink(path_.c_str());
+}
+
+client* server::find(uint64_t key) {
+  for (auto& c : clients_)
+    if (c.key == key) return &c;
+  return nullptr;
+}
+
+void server::accept_clients() {
+  for (;;) {
+    int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or an error the next poll will show again
+    long uid = peer_uid(fd);
+    if (!peer_allowed(uid)) {
+      say_and_close(fd, error_line(nullptr, "refused",
+                                   "uid " + std::to_string(uid) + " may not observe this node (only its own user "
+                                   "and root may)"));
+      continue;
+    }
+    if (clients_.size() >= max_clients) {
+      say_and_close(fd, error_line(nullptr, "busy", "the node serves at most 16 observer clients at a time"));
+      continue;
+    }
+    client c;
+    c.key = next_key_++;
+    c.fd = fd;
+    clients_.push_back(std::move(c));
+  }
+}
+
+void server::serve(client& c) {
+  char buf[read_chunk];
+  std::size_t budget = read_budget;
+  while (!c.dead && budget > 0) {
+    ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      c.dead = true;  // the peer is gone (or broken): its traces go too
+      break;
+    }
+    if (n < 0) break;
+    budget -= std::min(budget, std::size_t(n));
+    current_ = &c;
+    c.feed(
+        std::string_view(buf, std::size_t(n)),
+        [&](std::string_view line) {
+          if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+          if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
+          c.queue(dispatch(line, env_));
+        },
+        [&] {
+          c.queue(error_line(nullptr, "too_long",
+                             "a request line may be at most 65536 bytes; the rest of this one is discarded"));
+        });
+    current_ = nullptr;
+  }
+  c.flush();
+}
+
+void server::accept_http() {
+  for (;;) {
+    int fd = ::accept4(metrics_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (http_.size() >= max_http_clients) {
+      ::close(fd);
+      continue;
+    }
+    http_.push_back(http_client{fd, {}, {}, 0, false, false});
+  }
+}
+
+void server::serve_http(http_client& h) {
+  if (!h.answered) {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(h.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        h.dead = true;
+        return;
+      }
+      if (n < 0) break;
+      h.in.append(buf, std::size_t(n));
+      if (h.in.size() > max_http_head) break;
+    }
+    auto end = h.in.find("\r\n\r\n");
+    if (end == std::string::npos && h.in.size() <= max_http_head) return;  // wait for the rest of the head
+    h.out = http_response(h.in, prometheus_text(samples_));
+    h.answered = true;
+  }
+  while (h.out_off < h.out.size()) {
+    ssize_t n = ::send(h.fd, h.out.data() + h.out_off, h.out.size() - h.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      h.out_off += std::size_t(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    break;
+  }
+  h.dead = true;  // all sent (or the peer is gone): Connection: close
+}
+
+void server::pump_traces() {
+  const uint64_t now = steady_ms();
+  for (auto it = traces_.begin(); it != traces_.end();) {
+    client* c = find(it->client_key);
+    if (!c || c->dead) {  // its client is gone: `closed`, nobody to tell
+      it = traces_.erase(it);
+      continue;
+    }
+    if (it->t->ended() == introspect::trace_end::none && now >= it->deadline_ms)
+      it->t->stop(introspect::trace_end::timeout);
+    // ended() is read before take(): events recorded before the end are all
+    // taken below, and none is recorded after it.
+    introspect::trace_end end = it->t->ended();
+    for (auto& e : it->t->take()) {
+      c->queue(event_line(it->id, event_json(e)));
+      ++it->sent;
+    }
+    if (end != introspect::trace_end::none) {
+      json done = {{"events", it->sent}, {"why", introspect::to_string(end)}};
+      if (end == introspect::trace_end::exited) done["reason"] = it->t->exit_reason();
+      c->queue(done_line(it->id, std::move(done)));
+      it = traces_.erase(it);
+    } else {
+      ++it;
+    }
+    c->flush();
+  }
+}
+
+int server::next_trace_deadline_ms() const {
+  if (traces_.empty()) return -1;
+  uint64_t now = steady_ms(), next = UINT64_MAX;
+  for (auto& t : traces_) next = std::min(next, t.deadline_ms);
+  return next <= now ? 0 : int(std::min<uint64_t>(next - now, 60000));
+}
+
+void server::drop_dead() {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->dead) {
+      ::close(it->fd);
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(http_, [](const http_client& h) {
+    if (h.dead) ::close(h.fd);
+    return h.dead;
+  });
+}
+
+void server::run() {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> keys;  // the client behind fds[i] (0: not a client)
+  while (!stop_.load(std::memory_order_relaxed)) {
+    int timeout = samples_.tick();
+    if (int t = next_trace_deadline_ms(); t >= 0) timeout = std::min(timeout, t);
+    fds.clear();
+    keys.clear();
+    auto add = [&](int fd, short ev, uint64_t key) {
+      fds.push_back(pollfd{fd, ev, 0});
+      keys.push_back(key);
+    };
+    add(wake_fd_, POLLIN, 0);
+    add(unix_fd_, POLLIN, 0);
+    if (metrics_fd_ >= 0) add(metrics_fd_, POLLIN, 0);
+    const std::size_t first_client = fds.size();
+    for (auto& c : clients_) add(c.fd, short(POLLIN | (c.wants_write() ? POLLOUT : 0)), c.key);
+    const std::size_t first_http = fds.size();
+    for (auto& h : http_) add(h.fd, short(h.answered ? POLLOUT : POLLIN), 0);
+    int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
+    }
+    if (stop_.load(std::memory_order_relaxed)) break;
+    for (std::size_t i = first_client; i < first_http; ++i)
+      if (fds[i].revents)
+        if (client* c = find(keys[i])) serve(*c);
+    // The http list may grow in accept_http below: index what was polled.
+    for (std::size_t i = first_http; i < fds.size(); ++i)
+      if (fds[i].revents) serve_http(http_[i - first_http]);
+    if (fds[1].revents & POLLIN) accept_clients();
+    if (metrics_fd_ >= 0 && (fds[2].revents & POLLIN)) accept_http();
+    drop_dead();  // before the traces: a dead client's traces end as `closed`
+    pump_traces();
+    drop_dead();
+  }
+}
+
+}  // namespace herd::observer

@@ -1,0 +1,72 @@
+// The observer's thread and everything it owns (see server.cpp).
+#pragma once
+#include "client.hpp"
+#include "dispatch.hpp"
+#include "sampler.hpp"
+
+#include <herd/actors/introspect.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace herd::observer {
+
+class server {
+ public:
+  // Takes ownership of the listening fds (metrics_fd may be -1).
+  server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_port);
+  ~server();  // stops and joins the thread, closes everything, unlinks the socket
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  void start();
+  const std::string& path() const noexcept { return path_; }
+  uint16_t metrics_port() const noexcept { return metrics_port_; }
+
+ private:
+  struct trace_stream {
+    uint64_t client_key;
+    json id;
+    std::unique_ptr<introspect::tracer> t;
+    uint64_t deadline_ms;  // steady clock
+    uint64_t sent = 0;
+  };
+  struct http_client {
+    int fd = -1;
+    std::string in, out;
+    std::size_t out_off = 0;
+    bool answered = false, dead = false;
+  };
+
+  void run();
+  void accept_clients();
+  void accept_http();
+  void serve(client& c);
+  void serve_http(http_client& h);
+  void pump_traces();
+  int next_trace_deadline_ms() const;
+  client* find(uint64_t key);
+  void drop_dead();
+
+  int unix_fd_, metrics_fd_, wake_fd_;
+  std::string path_;
+  uint16_t metrics_port_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+
+  // The observer thread's own (no locks).
+  sampler samples_;
+  dispatch_env env_;
+  std::list<client> clients_;
+  std::vector<http_client> http_;
+  std::list<trace_stream> traces_;
+  uint64_t next_key_ = 1;
+  client* current_ = nullptr;  // the client whose request is being answered
+};
+
+}  // namespace herd::observer

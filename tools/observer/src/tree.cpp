@@ -1,0 +1,115 @@
+// tree: every live supervisor, nested by who spawned whom. The children of
+// each are asked of the supervisor itself (supervisors/introspect.hpp) by a
+// short-lived helper process per supervisor — calls need a process, and
+// asking all at once bounds the wait by the slowest one (busy_wait), not
+// their sum. A supervisor that has not answered by then is shown with
+// "busy": true and no children; a supervisor is nested inside the child
+// entry of its parent that has its pid, and one not placed so is a root.
+#include "views.hpp"
+
+#include <herd/actors/registry.hpp>
+#include <herd/actors/spawn.hpp>
+#include <herd/supervisors/introspect.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace herd::observer {
+namespace {
+
+namespace sup = herd::supervisor;
+
+constexpr std::size_t dynamic_cap = 1000;                 // the protocol's cap on listed children
+constexpr std::chrono::milliseconds busy_wait{100};        // per supervisor, all asked at once
+constexpr std::chrono::milliseconds collect_wait{busy_wait * 3};  // helpers still queued on busy workers
+
+struct collector {
+  std::mutex m;
+  std::condition_variable cv;
+  std::size_t pending = 0;
+  std::map<pid, sup::tree_children> answers;
+};
+
+struct builder {
+  std::map<pid, sup::registered_supervisor> sups;
+  std::map<pid, sup::tree_children> answers;
+  std::set<pid> placed;
+
+  json supervisor_node(const sup::registered_supervisor& s, std::size_t depth) {
+    json j;
+    j["pid"] = s.self.to_string();
+    auto name = registered_name(s.self);
+    j["name"] = name ? json(*name) : json(nullptr);
+    j["kind"] = "supervisor";
+    j["strategy"] = sup::to_string(s.strategy);
+    j["intensity"] = s.intensity;
+    j["period_ms"] = s.period.count();
+    auto it = answers.find(s.self);
+    json children = json::array();
+    if (it == answers.end()) {
+      j["busy"] = true;
+    } else {
+      for (const sup::tree_child& c : it->second.children) children.push_back(child_node(c, depth));
+      if (it->second.more) j["more"] = it->second.more;
+    }
+    j["children"] = std::move(children);
+    return j;
+  }
+
+  json child_node(const sup::tree_child& c, std::size_t depth) {
+    json j;
+    j["id"] = c.id ? json(*c.id) : json(nullptr);
+    j["pid"] = pid_json(c.child);
+    j["kind"] = sup::to_string(c.type);
+    j["restart"] = sup::to_string(c.restart);
+    auto s = c.child.valid() ? sups.find(c.child) : sups.end();
+    if (s != sups.end() && depth < 64 && placed.insert(c.child).second) {
+      json inner = supervisor_node(s->second, depth + 1);
+      for (auto& [k, v] : inner.items())
+        if (k != "pid" && k != "kind") j[k] = v;
+    }
+    return j;
+  }
+};
+
+}  // namespace
+
+json tree_view() {
+  std::vector<sup::registered_supervisor> live = sup::live_supervisors();
+  auto col = std::make_shared<collector>();
+  col->pending = live.size();
+  for (auto& s : live) {
+    try {
+      herd::spawn([col, who = s.self] {
+        auto ch = sup::children_of(who, dynamic_cap, busy_wait);
+        std::lock_guard<std::mutex> g(col->m);
+        if (ch) col->answers.emplace(who, std::move(*ch));
+        --col->pending;
+        col->cv.notify_all();
+      });
+    } catch (const std::exception&) {  // no process could be made: that one shows as busy
+      std::lock_guard<std::mutex> g(col->m);
+      --col->pending;
+    }
+  }
+  builder b;
+  {
+    std::unique_lock<std::mutex> g(col->m);
+    col->cv.wait_for(g, collect_wait, [&] { return col->pending == 0; });
+    b.answers = col->answers;  // a late helper still writes into col, which it shares
+  }
+  for (auto& s : live) b.sups.emplace(s.self, s);
+  // Roots: supervisors whose parent is not a live supervisor, first; then
+  // any left unplaced (their parent did not answer, or listed past the cap).
+  json roots = json::array();
+  for (auto& s : live)
+    if (!b.sups.count(s.parent) && b.placed.insert(s.self).second) roots.push_back(b.supervisor_node(s, 0));
+  for (auto& s : live)
+    if (!b.placed.count(s.self) && b.placed.insert(s.self).second) roots.push_back(b.supervisor_node(s, 0));
+  return {{"roots", std::move(roots)}};
+}
+
+}  // namespace herd::observer

@@ -1,0 +1,30 @@
+// The answers to the protocol's one-shot requests, as JSON results. Each
+// runs on the observer's thread (never a worker) and throws request_failure
+// for an error reply. Grouped by what they look at:
+//   overview.cpp  overview, and the Prometheus text made from it
+//   processes.cpp processes, process, kill
+//   tree.cpp      tree
+//   node_views.cpp listeners, set_max_connections, modules, load
+#pragma once
+#include "protocol.hpp"
+#include "sampler.hpp"
+
+#include <string>
+
+namespace herd::observer {
+
+json overview_view(const sampler& s);
+std::string prometheus_text(const sampler& s);
+
+json processes_view(const json& f);
+json process_view(const json& f);
+json kill_view(const json& f);
+
+json tree_view();
+
+json listeners_view();
+json set_max_connections_view(const json& f);
+json modules_view();
+json load_view(const json& f);
+
+}  // namespace herd::observer
