@@ -24,7 +24,8 @@
 // switch); a fiber that runs long without yielding is the monitor's business
 // (monitor.cpp), not the loop's.
 //
-// Parking: the worker fires due timers, trims its stack pool, reports itself
+// Parking: the worker fires due timers, trims its stack pool (every free stack
+// once no stack has moved for a second: a burst is over), reports itself
 // parked to `idle` (if it was the last searcher it re-checks every queue, see
 // idle.hpp), goes offline for reclamation, and sleeps until its next timer:
 // in epoll_wait if it can take the poller token, else on its futex. There is
@@ -43,6 +44,7 @@
 #include "sched/fiber_state.hpp"
 #include "time/clock_impl.hpp"
 
+#include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
 
 #include <algorithm>
@@ -429,7 +431,9 @@ void worker::park() {
     fire_timers(now);
     return;  // something may be runnable now
   }
-  stacks.maintain(now);
+  // A quiet runtime after a burst: its stacks' pages went back above, the
+  // allocator's free pages follow.
+  if (stacks.maintain(now) > 0 && stacks.quiet()) alloc::collect();
   rt.reclaim.quiescent(id);
   if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
   if (rt.opts.deterministic && advance_virtual_time()) return;
