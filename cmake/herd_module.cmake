@@ -1,7 +1,11 @@
 # Hot-swappable handler modules.
 #
 #   herd_add_module(<name> <sources>...)   a shared object loadable by herd::modules::load
-#   herd_module_host(<target>)             an executable that loads modules
+#   herd_module_host(<target> [LIBS <herd libraries>...])
+#                                          an executable that loads modules; LIBS: which of
+#                                          herd's libraries modules may call (default: herd_actors
+#                                          herd_runtime; a host of net::protocol modules adds
+#                                          herd_net herd_supervisors)
 #
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
@@ -47,8 +51,12 @@ endfunction()
 # functions from it, and links herd's actor and runtime archives whole, so that a function a
 # module uses is there even if the host itself never calls it.
 function(herd_module_host target)
+  cmake_parse_arguments(H "" "" "LIBS" ${ARGN})
+  if(NOT H_LIBS)
+    set(H_LIBS herd_actors herd_runtime)
+  endif()
   set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
-  foreach(lib herd_actors herd_runtime)
+  foreach(lib ${H_LIBS})
     if(TARGET ${lib})
       set(file $<TARGET_FILE:${lib}>)
     else()

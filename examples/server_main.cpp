@@ -107,7 +107,8 @@ server_options parse_server_options(const char* prog, int argc, char** argv) {
   return o;
 }
 
-int server_main(const char* prog, const server_options& o, net::connection_handler handler) {
+int server_main(const char* prog, const server_options& o, net::connection_handler handler,
+                const server_hooks& hooks) {
   check_fd_limit(prog, o);
   // Signals go to one waiting thread: blocked everywhere else, workers included
   // (they inherit this mask).
@@ -115,6 +116,7 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
   sigemptyset(&stop_set);
   sigaddset(&stop_set, SIGINT);
   sigaddset(&stop_set, SIGTERM);
+  if (hooks.on_hangup) sigaddset(&stop_set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
   herd::node_options no;
@@ -122,6 +124,10 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
   herd::node node(no);
   int code = 0;
   herd::exit_reason why = node.run([&] {
+    if (hooks.before_listen && !hooks.before_listen()) {
+      code = 1;
+      return;
+    }
     net::listener_options lo{.bind = o.bind, .port = *o.port, .acceptors = o.acceptors,
                              .max_connections = o.max_connections};
     auto l = net::start_listener(prog, lo, std::move(handler));
@@ -156,11 +162,16 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
     herd::pid root = herd::self();
     // Detached: it only ever waits in sigwait, and ends with the process.
     std::thread([root, stop_set] {
-      int signo = 0;
-      sigwait(&stop_set, &signo);
-      herd::send(root, example_msgs::stop_signal{signo});
+      for (;;) {
+        int signo = 0;
+        sigwait(&stop_set, &signo);
+        herd::send(root, example_msgs::stop_signal{signo});
+        if (signo != SIGHUP) return;
+      }
     }).detach();
-    int signo = herd::receive([](example_msgs::stop_signal s) { return s.signo; });
+    int signo = 0;
+    while ((signo = herd::receive([](example_msgs::stop_signal s) { return s.signo; })) == SIGHUP)
+      hooks.on_hangup();
     auto before = net::info(prog);
     std::fprintf(stderr, "%s: %s, draining %zu connection(s)\n", prog, strsignal(signo),
                  before ? before->connections : std::size_t(0));

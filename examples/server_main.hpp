@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,9 +33,18 @@ struct server_options {
 // Parses argv; exits 2 with a message on a bad option.
 server_options parse_server_options(const char* prog, int argc, char** argv);
 
+struct server_hooks {
+  // In the node's root process, before the listener starts; false: exit 1
+  // (it printed why).
+  std::function<bool()> before_listen;
+  // In the root process, on each SIGHUP. Unset: SIGHUP keeps its default.
+  std::function<void()> on_hangup;
+};
+
 // Starts a node and a listener named `prog` that runs `handler` per
 // connection, prints "listening on ADDR:PORT", and on SIGINT/SIGTERM drains
 // (5 s) and returns 0. 1 if it cannot listen.
-int server_main(const char* prog, const server_options& o, herd::net::connection_handler handler);
+int server_main(const char* prog, const server_options& o, herd::net::connection_handler handler,
+                const server_hooks& hooks = {});
 
 }  // namespace example

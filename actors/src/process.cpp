@@ -62,7 +62,7 @@ constexpr rt::fiber_ops process_ops{&process_run, &process_finished, &process_de
 rt::fiber_result process_run(rt::fiber* f) noexcept {
   process* p = process::from(f);
   for (;;) {
-    if (!p->current_body->inline_storage) {
+    if (!p->current_body->inline_storage && !p->current_body->first) {
       // Woken from hibernation: signals alone (a link, a monitor) do not wake
       // the continuation, as in BEAM; a message or a fatal exit does.
       drain_mailbox(p);

@@ -104,6 +104,8 @@ struct stack_allocator::chunk {
   uint32_t slot_count;
   uint32_t class_index;
   std::atomic<uint32_t> carved{0};  // slots [0, carved) have been handed out; only grows
+  // prefault_tops touched uncarved slots' top pages since the last trim_uncarved.
+  std::atomic<bool> tops_touched{false};
 };
 
 const char* to_string(guard_kind kind) noexcept {
@@ -343,6 +345,7 @@ void stack_allocator::prefault_tops(chunk& c) noexcept {
   // touches cost microseconds in a VM). Best effort: a failure only leaves
   // the faults to the fibers.
   if (pidfd_ < 0) return;
+  c.tops_touched.store(true, std::memory_order_relaxed);
   constexpr uint32_t batch = 64;
   iovec iov[batch];
   for (uint32_t end = c.slot_count; end > 0;) {
@@ -352,6 +355,22 @@ void stack_allocator::prefault_tops(chunk& c) noexcept {
     syscall(SYS_process_madvise, pidfd_, iov, size_t(end - first), MADV_POPULATE_WRITE, 0);
     end = first;
   }
+}
+
+size_t stack_allocator::trim_uncarved() {
+  size_t pages = 0;
+  for (class_arena& arena : classes_) {
+    std::lock_guard lock(arena.carve_mutex);
+    for (chunk* c : {arena.current, arena.prepared}) {
+      // relaxed: a prefault still running may touch more tops after this; a later quiet
+      // period gives those back (it sets the flag again when it starts).
+      if (!c || !c->tops_touched.exchange(false, std::memory_order_relaxed)) continue;
+      const uint32_t from = c == arena.current ? arena.next_slot : 0;
+      for (uint32_t i = from; i < c->slot_count; ++i)
+        if (madvise(c->slots[i].hi - page_size_, page_size_, MADV_DONTNEED) == 0) ++pages;
+    }
+  }
+  return pages;
 }
 
 void stack_allocator::slot_list::push(stack_slot* first, stack_slot* last, size_t n) noexcept {

@@ -111,6 +111,10 @@ class stack_allocator {
   // oldest first; returns how many. Any thread; makes syscalls, so never call it on a spawn
   // path.
   size_t trim_surplus(size_t budget, bool any_age = false);
+  // Gives back the top pages that prefaulting touched in slots not carved yet (the current
+  // chunk's rest and the prepared chunk): after a spawn burst they would stay resident for
+  // good. Returns how many pages. Any thread; one madvise per slot, so for a quiet runtime.
+  size_t trim_uncarved();
   // Whether some surplus slot still holds pages (a later trim_surplus may give them back).
   // Any thread; takes each class's surplus lock briefly: for a worker about to park.
   bool has_dirty_surplus();

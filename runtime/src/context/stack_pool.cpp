@@ -181,6 +181,7 @@ size_t stack_pool::maintain(uint64_t now_ms) {
   if (traffic != traffic_seen_) {
     traffic_seen_ = traffic;
     quiet_since_ms_ = now_ms;
+    uncarved_trimmed_ = false;
   }
   // Quiet: no worker took or gave a stack for quiet_ms, so a burst is over and nobody is
   // about to reuse these pages; waiting for the windows would keep them for 20-40 s.
@@ -202,6 +203,10 @@ size_t stack_pool::maintain(uint64_t now_ms) {
     }
   }
   allocator_.count_trimmed(trimmed);
+  if (quiet_ && !uncarved_trimmed_) {
+    uncarved_trimmed_ = true;
+    allocator_.trim_uncarved();
+  }
   if (trimmed < options_.trim_budget)
     trimmed += allocator_.trim_surplus(options_.trim_budget - trimmed, quiet_);
   bump(trimmed_, trimmed);

@@ -112,6 +112,7 @@ class stack_pool {
   uint64_t traffic_seen_ = 0;     // runtime-wide acquires + releases at the last maintain()
   uint64_t quiet_since_ms_ = 0;   // when traffic_seen_ last changed
   bool quiet_ = false;
+  bool uncarved_trimmed_ = false;  // in this quiet period
   size_t free_total_ = 0;  // published in counters_->free_slots for stack_allocator::stats()
   std::atomic<uint64_t> acquired_{0}, released_{0}, carved_{0}, from_surplus_{0}, to_surplus_{0},
       trimmed_{0};

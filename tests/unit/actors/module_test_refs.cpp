@@ -163,6 +163,35 @@ TEST_CASE("a hibernate continuation made by v1 keeps v1 loaded until it has run"
   CHECK(unmapped_after);
 }
 
+TEST_CASE("a process spawned by v1's code keeps v1 loaded until it ends", "[modules]") {
+  sandbox s;
+  bool started = false, mapped_while_running = false, unmapped_after = false;
+  auto r = run_node(herd::test::opts(2), [&] {
+    must(modules::load(s.deploy("greeter_v1", "greeter.so")));
+    std::string v1 = info("greeter", "1").staged_path;
+    herd::pid me = herd::self();
+    herd::pid worker;
+    {
+      auto h = modules::create<greeter>("greeter");
+      worker = h->spawn_worker(me);
+    }  // the handler is gone: only the process runs v1's code now
+    herd::receive([&](const module_fixture::msgs::note& n) { started = n.text == "started" && n.version == "1"; });
+    herd::monitor(worker);
+    must(modules::load(s.deploy("greeter_v2", "greeter.so")));
+    herd::sleep(20ms);
+    mapped_while_running = mapped(v1);
+    herd::send(worker, module_fixture::msgs::note{"stop", "host"});
+    herd::receive([](const herd::down&) {});
+    unmapped_after = wait_for([&] { return !mapped(v1); });
+    modules::unload("greeter");
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(started);
+  CHECK(mapped_while_running);
+  CHECK(unmapped_after);
+}
+
 TEST_CASE("purge kills the processes still running the old version and then loads the new one", "[modules]") {
   sandbox s;
   std::vector<herd::exit_kind> downs;

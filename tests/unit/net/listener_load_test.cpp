@@ -43,8 +43,7 @@ TEST_CASE("with both workers saturated, a burst of connects is accepted in full 
     for (int i = 0; i < 8; ++i)
       herd::spawn([&] {
         while (!stop.load(std::memory_order_relaxed)) {
-          for (volatile int k = 0; k < 2000; ++k) {
-          }
+          for (int k = 0; k < 2000; ++k) asm volatile("" ::: "memory");  // not optimised away
           spins.fetch_add(1, std::memory_order_relaxed);
           herd::yield();
         }

@@ -333,6 +333,40 @@ TEST_CASE("once no stack moved anywhere for quiet_ms, maintain gives every free 
   CHECK(pool.stats().local_free + allocator.stats().slots_surplus == 512);
 }
 
+TEST_CASE("trim_uncarved gives back the top pages prefaulted in slots nobody carved yet", "[stack]") {
+  stack_options o = test_options();
+  o.chunk_slots = 1024;
+  stack_allocator allocator(o);
+  // Background jobs are queued (carve asks for one under its lock) and run after it.
+  struct queued { void (*job)(void*); void* arg; };
+  std::vector<queued> jobs;
+  allocator.set_background([](void* q, void (*job)(void*), void* arg) {
+    static_cast<std::vector<queued>*>(q)->push_back({job, arg});
+  }, &jobs);
+  const size_t before = resident_bytes();
+  for (int i = 0; i <= 512; ++i) REQUIRE(allocator.carve(0, nullptr));  // half a chunk: prepares the next
+  REQUIRE(jobs.size() == 1);
+  jobs[0].job(jobs[0].arg);
+  const size_t prefaulted = resident_bytes() - std::min(before, resident_bytes());
+  const size_t pages = allocator.trim_uncarved();
+  if (pages == 0) {
+    WARN("no prefaulting here (no pidfd / process_madvise): nothing to give back");
+    return;
+  }
+  // The whole prepared chunk (the current one was carved on demand, never prefaulted).
+  CHECK(pages == 1024);
+  const size_t after = resident_bytes();
+  CHECK(prefaulted >= 1024 * page);
+  CHECK(before + prefaulted - after >= 1000 * page);
+  CHECK(allocator.trim_uncarved() == 0);  // nothing touched since
+  // Carving goes on into the trimmed chunk, whose slots are writable.
+  for (int i = 0; i < 600; ++i) {
+    stack_slot* s = allocator.carve(0, nullptr);
+    REQUIRE(s);
+    s->hi[-1] = 1;
+  }
+}
+
 TEST_CASE("a guard still faults after its stack was trimmed", "[stack][probe]") {
   check_overflow_report(run_probe({"recursion", "--trimmed"}));
   check_overflow_report(run_probe({"recursion", "--trimmed", "--mprotect"}));

@@ -25,10 +25,9 @@
 //  * What keeps a version loaded: each handler made from it (until the
 //    handler_ref is destroyed), each message made by its code (until
 //    consumed or dropped: send_after's timers included), each hibernate
-//    continuation made by its code, and being current.
-//  * Not tracked: a process spawned by module code with a module function
-//    (spawn it from the host and call into a handler instead), and values
-//    that carry module code pointers — std::function, shared_ptr control
+//    continuation made by its code, each process spawned by its code (until
+//    the function it runs is destroyed), and being current.
+//  * Not tracked: values that carry module code pointers — std::function, shared_ptr control
 //    blocks, objects with virtual functions — kept by the host after the
 //    message or handler that brought them is gone.
 #pragma once

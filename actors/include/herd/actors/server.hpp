@@ -72,9 +72,11 @@
 //    terminate may block (call, receive); an exception from it replaces the
 //    reason. Handlers must not call herd::hibernate() (the deep form): its
 //    unwinding is indistinguishable from an error here; use hibernate_now().
-//  * code_change(from_version) is declared for the hot-swap issue and never
-//    called yet; its final shape (how an old version's state reaches the new
-//    class) is that issue's decision.
+//  * No code_change hook: a server's class is compiled into the host and
+//    cannot be replaced. A server whose behaviour must be swappable keeps a
+//    herd::handler_ref<I> to a module (module.hpp) and calls
+//    modules::upgrade on it between messages, as net::module_protocol does
+//    for connections; the module's export_state/code_change carry the state.
 #pragma once
 #include <herd/actors/call.hpp>
 #include <herd/actors/exit_reason.hpp>
@@ -261,7 +263,6 @@ class server {
  public:
   // Hooks; define one of these names in S to replace the default.
   void terminate(const exit_reason&) {}
-  void code_change(unsigned /*from_version*/) {}
   void handle_unexpected(std::string_view type_name) { detail::srv::log_unexpected(type_name); }
 
   // Ends the server after the current handler returns (a reply it returns is

@@ -48,6 +48,29 @@ template <class F, class... Args>
 process* make_process(F&& fn, Args&&... args) {
   using B = detail::body_impl<std::decay_t<F>, std::decay_t<Args>...>;
   static_assert(alignof(B) <= 16, "herd: over-aligned actor functions are not supported");
+  if (__builtin_expect(this_module() != nullptr, 0)) {
+    // Spawned by module code: the function is the module's. It goes on the
+    // heap inside a host body that holds a reference on the module until it
+    // is destroyed, so the version stays loaded while the process runs it.
+    detail::process* p = detail::allocate_process(0);
+    try {
+      void* mem = allocate_body(sizeof(B));
+      body* b;
+      try {
+        b = new (mem) B(std::forward<F>(fn), std::forward<Args>(args)...);
+      } catch (...) {
+        alloc::deallocate(mem);
+        throw;
+      }
+      body* w = wrap_module_body(b, this_module());
+      w->first = true;
+      detail::set_body(p, w);
+    } catch (...) {
+      detail::discard_process(p);
+      throw;
+    }
+    return p;
+  }
   detail::process* p = detail::allocate_process(sizeof(B));
   try {
     auto* b = new (detail::body_storage(p)) B(std::forward<F>(fn), std::forward<Args>(args)...);

@@ -22,6 +22,10 @@ struct body {
   // True when the body lives inside the process block (spawn's first body);
   // continuations are separate allocations.
   bool inline_storage = false;
+  // A heap body that is a process's first (spawned by module code): it runs
+  // at once, as an inline one does, instead of waiting for a message as a
+  // continuation does.
+  bool first = false;
 };
 
 body* take_continuation(hibernation&& h) noexcept;

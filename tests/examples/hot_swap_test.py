@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The hot-swap example under load, checked line by line by its own client.
+
+    hot_swap_test.py SERVER HANDLER_V1 HANDLER_V2 [--connections N]
+    hot_swap_test.py --failures SERVER HANDLER_V1
+
+1,000 connections each keep one line outstanding. After 2 s handler_v2.so is
+renamed into the module directory and the server gets SIGHUP. Checks: no
+connection is dropped; on every connection the answers' version goes from v1
+to v2 at most once and never back, and n goes on without a gap or repeat; a
+connection opened after the load is answered by v2 from its first line; v1
+leaves /proc/PID/maps once no connection runs it; SIGTERM drains, exit 0.
+--failures: bad options (exit 2), a directory without a module or with a
+broken one (exit 1, saying why), and a broken module loaded by SIGHUP while
+v1 runs (refused, v1 goes on answering).
+Prints HOTSWAP lines with the figures. Bounded in time; every process it
+starts is stopped by its PID.
+"""
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+RUN_BEFORE_S = 2.0
+RUN_AFTER_S = 3.0
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+def mapped(pid, what):
+    with open(f"/proc/{pid}/maps") as f:
+        return any(what in line for line in f)
+
+
+class Conn:
+    def __init__(self, idx):
+        self.idx = idx
+        self.versions = []  # (first n, version) runs
+        self.n = 0
+        self.error = None
+
+
+async def drive(conn, port, stop):
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError as e:
+        conn.error = f"connect: {e}"
+        return
+    try:
+        while not stop.is_set():
+            payload = f"c{conn.idx} {conn.n + 1}"
+            writer.write(payload.encode() + b"\n")
+            line = await asyncio.wait_for(reader.readline(), 10)
+            if not line:
+                conn.error = f"disconnected after {conn.n} lines"
+                return
+            version, n, rest = line.decode().rstrip("\n").split(" ", 2)
+            if int(n) != conn.n + 1 or rest != payload:
+                conn.error = f"line {conn.n + 1}: got {line!r}"
+                return
+            conn.n += 1
+            if not conn.versions or conn.versions[-1][1] != version:
+                conn.versions.append((conn.n, version))
+        writer.close()
+    except (OSError, asyncio.TimeoutError, ValueError) as e:
+        conn.error = f"after {conn.n} lines: {type(e).__name__} {e}"
+
+
+async def first_answer(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"fresh\n")
+    line = await asyncio.wait_for(reader.readline(), 10)
+    writer.close()
+    return line.decode()
+
+
+def failures(server, v1):
+    def run(*args):
+        r = subprocess.run([server, "--port", "0", "--bind", "127.0.0.1", *args],
+                           capture_output=True, text=True, timeout=20)
+        return r.returncode, r.stderr
+
+    code, err = run()
+    if code != 2 or "--module-dir" not in err:
+        fail(f"no --module-dir: exit {code}, stderr {err!r}")
+    moddir = tempfile.mkdtemp(prefix="hot_swap_fail_")
+    p = None
+    try:
+        code, err = run("--module-dir", moddir)
+        if code != 1 or "no *.so" not in err:
+            fail(f"empty module dir: exit {code}, stderr {err!r}")
+        with open(os.path.join(moddir, "broken.so"), "wb") as f:
+            f.write(b"this is not an ELF file\n")
+        code, err = run("--module-dir", moddir)
+        if code != 1 or "load failed" not in err:
+            fail(f"only a broken module: exit {code}, stderr {err!r}")
+        os.unlink(os.path.join(moddir, "broken.so"))
+        shutil.copy(v1, os.path.join(moddir, "handler_v1.so"))
+        p = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--module-dir", moddir],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            f = s.makefile("rwb")
+            f.write(b"one\n"); f.flush()
+            if f.readline() != b"v1 1 one\n":
+                fail("v1 did not answer")
+            time.sleep(0.05)  # a newer modification time than handler_v1.so
+            with open(os.path.join(moddir, "newer.so"), "wb") as g:
+                g.write(b"\x7fELF but not really\n")
+            p.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            f.write(b"two\n"); f.flush()
+            if f.readline() != b"v1 2 two\n":
+                fail("after a refused load the connection is no longer served by v1")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=15)
+        err = p.stderr.read()
+        if "load failed" not in err or "newer.so" not in err:
+            fail(f"the refused SIGHUP load was not reported: {err!r}")
+        print("PASS", flush=True)
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(moddir, ignore_errors=True)
+
+
+def main():
+    if sys.argv[1] == "--failures":
+        return failures(sys.argv[2], sys.argv[3])
+    server, v1, v2 = sys.argv[1:4]
+    n_conns = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--connections" else 1000
+    moddir = tempfile.mkdtemp(prefix="hot_swap_test_")  # 0700: the loader refuses others' dirs
+    shutil.copy(v1, os.path.join(moddir, "handler_v1.so"))
+    p = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--module-dir", moddir],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_lines = []
+    try:
+        line = p.stdout.readline()
+        if not line.startswith("loaded line_handler v1"):
+            fail(f"expected the v1 load line, got {line!r}")
+        line = p.stdout.readline()
+        if not line.startswith("listening on "):
+            fail(f"no 'listening on' line, got {line!r}")
+        port = int(line.strip().rsplit(":", 1)[1])
+        reader_thread = threading.Thread(target=lambda: out_lines.extend(iter(p.stdout.readline, "")), daemon=True)
+        reader_thread.start()
+
+        async def scenario():
+            stop = asyncio.Event()
+            conns = [Conn(i) for i in range(n_conns)]
+            tasks = [asyncio.create_task(drive(c, port, stop)) for c in conns]
+            await asyncio.sleep(RUN_BEFORE_S)
+            if not mapped(p.pid, "handler_v1"):
+                fail("v1 is not mapped while it runs")
+            tmp = os.path.join(moddir, ".handler_v2.so.tmp")
+            shutil.copy(v2, tmp)
+            os.rename(tmp, os.path.join(moddir, "handler_v2.so"))  # deploy by rename
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGHUP)
+            # A new connection is answered by v2 as soon as the load is done.
+            fresh = None
+            while time.monotonic() - t0 < 10:
+                fresh = await first_answer(port)
+                if fresh.startswith("v2"):
+                    break
+            to_v2_ms = (time.monotonic() - t0) * 1000
+            if not fresh or not fresh.startswith("v2 1 fresh"):
+                fail(f"a connection opened after the load answered {fresh!r}")
+            await asyncio.sleep(RUN_AFTER_S)
+            fresh_after = await first_answer(port)
+            stop.set()
+            await asyncio.gather(*tasks)
+            return conns, to_v2_ms, fresh_after
+
+        conns, to_v2_ms, fresh_after = asyncio.run(asyncio.wait_for(scenario(), 60))
+        if not fresh_after.startswith("v2 1 fresh"):
+            fail(f"a later connection answered {fresh_after!r}")
+        errors = [f"conn {c.idx}: {c.error}" for c in conns if c.error]
+        if errors:
+            fail(f"{len(errors)} connection(s) failed, first: {errors[:3]}")
+        switched = sum(1 for c in conns if [v for _, v in c.versions] == ["v1", "v2"])
+        bad = [c for c in conns if [v for _, v in c.versions] not in (["v1"], ["v1", "v2"], ["v2"])]
+        if bad:
+            fail(f"conn {bad[0].idx} went through versions {bad[0].versions}")
+        if switched != n_conns:
+            fail(f"only {switched} of {n_conns} connections switched from v1 to v2")
+        total = sum(c.n for c in conns)
+        # v1 is unloaded once nothing runs it: every connection switched at its next line.
+        deadline = time.monotonic() + 5
+        while mapped(p.pid, "handler_v1") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if mapped(p.pid, "handler_v1"):
+            fail("handler_v1 is still mapped after every connection left it")
+        if not mapped(p.pid, "handler_v2"):
+            fail("handler_v2 is not mapped")
+        loads = [l for l in out_lines if l.startswith("loaded line_handler v2")]
+        if not loads:
+            fail(f"no v2 load line in {out_lines!r}")
+        print(f"HOTSWAP connections={n_conns} lines={total} disconnects=0 switched={switched} "
+              f"sighup_to_new_conn_v2_ms={to_v2_ms:.1f} load_line={loads[0].strip()!r}", flush=True)
+        p.send_signal(signal.SIGTERM)
+        code = p.wait(timeout=15)
+        if code != 0:
+            fail(f"exit code {code} after SIGTERM; stderr: {p.stderr.read()}")
+        print("PASS", flush=True)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(moddir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
