@@ -138,9 +138,13 @@ void runtime::stop() {
   r.threads.clear();
   r.blocking.shutdown();
   for (auto& w : r.workers) w->timers.clear();
+  // No new foreign reader from here on (foreign_read_guard re-checks after
+  // entering), and the ones inside finish before anything is freed: a
+  // foreign thread's send that ended the node may still be in its guard.
+  g_runtime.store(nullptr, std::memory_order_seq_cst);
+  while (r.reclaim.foreign_readers() > 0) std::this_thread::yield();
   r.reclaim.reclaim_all();
   set_overflow_describer(nullptr);
-  g_runtime.store(nullptr, std::memory_order_release);
 }
 
 unsigned runtime::workers() const noexcept { return impl_->n_workers; }

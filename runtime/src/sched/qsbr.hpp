@@ -63,6 +63,7 @@ class qsbr {
   void retire_foreign(void* obj, void (*fn)(void*));
   void enter_foreign() noexcept { foreign_readers_.fetch_add(1, std::memory_order_seq_cst); }
   void leave_foreign() noexcept { foreign_readers_.fetch_sub(1, std::memory_order_seq_cst); }
+  int64_t foreign_readers() const noexcept { return foreign_readers_.load(std::memory_order_seq_cst); }
 
   // Once no worker runs: frees everything.
   void reclaim_all();

@@ -178,13 +178,24 @@ void retire(void* obj, void (*free_fn)(void*)) noexcept {
   else rt->reclaim.retire_foreign(obj, free_fn);
 }
 
-foreign_read_guard::foreign_read_guard() noexcept
-    : active_(this_worker() == nullptr && current_runtime() != nullptr) {
-  if (active_) current_runtime()->reclaim.enter_foreign();
+foreign_read_guard::foreign_read_guard() noexcept : rt_(nullptr) {
+  if (this_worker()) return;
+  runtime_impl* rt = current_runtime();
+  if (!rt) return;
+  rt->reclaim.enter_foreign();
+  // seq_cst, with runtime::stop's store of nullptr then its load of the
+  // reader count: either stop sees this reader and waits, or this sees the
+  // runtime gone and leaves before reading anything.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (current_runtime() != rt) {
+    rt->reclaim.leave_foreign();
+    return;
+  }
+  rt_ = rt;
 }
 
 foreign_read_guard::~foreign_read_guard() {
-  if (active_) current_runtime()->reclaim.leave_foreign();
+  if (rt_) static_cast<runtime_impl*>(rt_)->reclaim.leave_foreign();
 }
 
 void run_blocking(blocking_job* job) {

@@ -101,7 +101,10 @@ class foreign_read_guard {
   foreign_read_guard& operator=(const foreign_read_guard&) = delete;
 
  private:
-  bool active_;
+  // The runtime it entered (nullptr: none, or on a worker). Kept rather than
+  // read again on exit: the runtime may stop meanwhile, and runtime::stop
+  // waits for every guard that entered it to leave.
+  void* rt_;
 };
 
 }  // namespace herd::rt
