@@ -32,6 +32,23 @@ class mailbox {
   std::atomic<message*> in_{nullptr};  // senders' end: newest first
   std::atomic<uint64_t> enqueued{0};
   std::atomic<uint64_t> dequeued{0};
+  // spawn_options::max_mailbox, set before the process starts (0: none).
+  // limit_hit: set by the sender whose push crossed the limit (it acts);
+  // cleared by the owner once a log-only limit drained below half.
+  uint32_t limit = 0;
+  bool limit_kill = false, limit_log = false;
+  std::atomic<bool> limit_hit{false};
+
+  uint64_t length() const noexcept {
+    // dequeued first: both only grow, so enqueued read afterwards is >= it.
+    const uint64_t out = dequeued.load(std::memory_order_relaxed);
+    return enqueued.load(std::memory_order_relaxed) - out;
+  }
+  // Owner, after taking messages out: re-arms a log-only limit.
+  void rearm_limit() noexcept {
+    if (limit && !limit_kill && limit_hit.load(std::memory_order_relaxed) && length() < limit / 2)
+      limit_hit.store(false, std::memory_order_relaxed);
+  }
 
   // Any thread.
   void push(message* m) noexcept {
@@ -78,6 +95,7 @@ class mailbox {
     if (save_tail == m) save_tail = prev;
     if (mark_set && mark == m) mark = prev;
     dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (limit) rearm_limit();
   }
 
   // Owner (or after the last grace period): frees every message in the save

@@ -1,4 +1,5 @@
 #include <herd/actors/detail/deferred.hpp>
+#include <herd/actors/logger.hpp>
 #include <herd/actors/send.hpp>
 #include <herd/runtime/sched.hpp>
 
@@ -6,12 +7,36 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
+#include "registry_impl.hpp"
 #include "signals.hpp"
 #include "trace.hpp"
 
 namespace herd::detail {
 
 std::optional<pid> lookup_name(std::string_view name);
+
+namespace {
+
+// A push took p's mailbox past spawn_options::max_mailbox. The sender whose
+// push crossed first acts (limit_hit); the kill is an untrappable exit
+// signal, so it queues behind what is already there, as any signal does.
+[[gnu::noinline]] void over_limit(process* p) noexcept {
+  mailbox& mb = p->mbox;
+  if (mb.length() <= mb.limit || mb.limit_hit.exchange(true, std::memory_order_relaxed)) return;
+  try {
+    if (mb.limit_log) {
+      const interned_name* n = p->name.load(std::memory_order_acquire);
+      log_report("process " + p->id.to_string() + (n ? " (" + n->text + ")" : std::string()) +
+                 ": mailbox above " + std::to_string(mb.limit) + " messages" +
+                 (mb.limit_kill ? "; killed (max_mailbox)" : " (max_mailbox)"));
+    }
+    if (mb.limit_kill) send_signal(p->id, kind_exit, sig_exit{no_pid, exit_reason::kill(), false});
+  } catch (...) {
+    mb.limit_hit.store(false, std::memory_order_relaxed);  // out of memory: the next push tries again
+  }
+}
+
+}  // namespace
 
 bool deliver(pid to, message* m) noexcept {
   node_state* n = current_node();
@@ -23,6 +48,7 @@ bool deliver(pid to, message* m) noexcept {
     if (process* p = n->table.lookup(to)) {
       trace_delivery(p, m, process::from(me)->id);
       p->mbox.push(m);
+      if (p->mbox.limit) over_limit(p);
       rt::wake_from(me, p);
       delivered = true;
     }
@@ -31,6 +57,7 @@ bool deliver(pid to, message* m) noexcept {
     if (process* p = n->table.lookup(to)) {
       trace_delivery(p, m, no_pid);
       p->mbox.push(m);
+      if (p->mbox.limit) over_limit(p);
       rt::wake(p);
       delivered = true;
     }

@@ -21,10 +21,24 @@ namespace herd {
 
 using rt::priority;
 
+// A bound on a process's mailbox, as BEAM's max_heap_size bounds its heap:
+// when a message takes the mailbox past `messages`, the process is killed
+// (untrappable; it ends `killed`) and/or an error report is logged — the
+// spawner chooses. The message is still delivered: the kill arrives behind
+// it. A log-only limit logs again once the mailbox has drained below half.
+// messages == 0 (the default): no limit, as in BEAM; a mailbox then grows
+// for as long as memory lasts (docs/erlang-differences.md says by how much).
+struct mailbox_limit {
+  std::size_t messages = 0;
+  bool kill = true;
+  bool log = true;
+};
+
 struct spawn_options {
   std::size_t stack_size = 0;           // bytes; 0: the node's default (64 KiB)
   std::string_view name{};              // register under this name (must be free)
   priority prio = priority::normal;
+  mailbox_limit max_mailbox{};
 };
 
 // Thrown by spawn when no process can be created: the node's max_actors is

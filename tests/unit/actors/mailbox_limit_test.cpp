@@ -1,0 +1,163 @@
+// spawn_options::max_mailbox: a flooded process is killed and/or reported,
+// as BEAM's max_heap_size does; without a limit a mailbox just grows (and
+// what a queued message costs is measured here).
+#include <herd/actors.hpp>
+#include <herd/actors/introspect.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "support/node_fixture.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace std::chrono_literals;
+using herd::test::run_node;
+
+namespace mailbox_limit_test {
+struct flood {
+  int n;
+};
+struct drain_now {};
+}  // namespace mailbox_limit_test
+using namespace mailbox_limit_test;
+
+namespace {
+
+struct log_capture {
+  std::string path = "/tmp/herd-mailbox-limit-" + std::to_string(::getpid()) + ".log";
+  log_capture() { REQUIRE(herd::set_log_file(path)); }
+  std::string text() {
+    herd::log_flush();
+    herd::set_log_stderr();
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    ::unlink(path.c_str());
+    return s.str();
+  }
+};
+
+std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+long rss_kb() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+}  // namespace
+
+TEST_CASE("a process whose mailbox passes its limit is killed, untrappably, and reported", "[mailbox_limit]") {
+  log_capture log;
+  herd::exit_reason why;
+  std::size_t left_behind = 0;
+  auto r = run_node(herd::test::opts(2), [&] {
+    herd::pid slow = herd::spawn(herd::spawn_options{.name = "slow_consumer", .max_mailbox = {.messages = 100}}, [] {
+      herd::trap_exit(true);  // a kill is not trappable
+      herd::receive([](drain_now) {});  // never comes: the floods pile up
+    });
+    herd::monitor(slow);
+    for (int i = 0; i < 150; ++i) herd::send(slow, flood{i});
+    herd::receive([&](const herd::down& d) { why = d.reason; }, herd::after(5s, [] {}));
+    left_behind = herd::current_node_stats().live_processes;
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(why.to_string() == "killed");
+  CHECK(left_behind == 1);  // the root alone
+  std::string text = log.text();
+  INFO(text);
+  CHECK(count(text, "(slow_consumer): mailbox above 100 messages; killed (max_mailbox)") == 1);
+}
+
+TEST_CASE("a log-only limit reports each time the mailbox passes it again after draining below half", "[mailbox_limit]") {
+  log_capture log;
+  bool alive = false;
+  auto r = run_node(herd::test::opts(2), [&] {
+    herd::pid me = herd::self();
+    herd::pid p = herd::spawn(herd::spawn_options{.max_mailbox = {.messages = 50, .kill = false}}, [me] {
+      for (;;) {
+        herd::receive([](drain_now) {});
+        // Take every flood out, then say so.
+        while (herd::receive([](flood) { return true; }, herd::after(0ms, [] { return false; }))) {
+        }
+        herd::send(me, drain_now{});
+      }
+    });
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 0; i < 80; ++i) herd::send(p, flood{i});
+      herd::send(p, drain_now{});
+      herd::receive([](drain_now) {});
+    }
+    alive = herd::introspect::process_info(p).has_value();
+    herd::exit(p, herd::exit_reason::kill());
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(alive);
+  std::string text = log.text();
+  INFO(text);
+  CHECK(count(text, "mailbox above 50 messages (max_mailbox)") == 2);
+  CHECK(count(text, "killed (max_mailbox)") == 0);
+}
+
+TEST_CASE("a producer outpacing its consumer under a supervisor-style restart loop keeps memory bounded", "[mailbox_limit]") {
+  // Without a limit this producer would queue 2,000,000 messages; with one the
+  // consumer dies at 10,000 and a fresh one takes over, so the node never
+  // holds more than about one mailbox's worth.
+  long peak_growth_kb = 0;
+  int consumers = 0;
+  auto r = run_node(herd::test::opts(2), [&] {
+    const long base = rss_kb();
+    herd::pid c;
+    auto fresh = [&] {
+      ++consumers;
+      c = herd::spawn(herd::spawn_options{.max_mailbox = {.messages = 10000, .log = false}}, [] {
+        for (;;) herd::receive([](flood) { herd::sleep(1ms); });  // slow
+      });
+    };
+    fresh();
+    for (int i = 0; i < 2'000'000; ++i) {
+      herd::send(c, flood{i});
+      if (i % 1000 == 0 && !herd::introspect::process_info(c)) fresh();
+      if (i % 100'000 == 0) peak_growth_kb = std::max(peak_growth_kb, rss_kb() - base);
+    }
+    herd::exit(c, herd::exit_reason::kill());
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(consumers > 10);
+  WARN("2,000,000 sends to slow consumers limited to 10,000 messages: " << consumers
+       << " consumers, peak RSS growth " << peak_growth_kb << " KiB");
+  CHECK(peak_growth_kb < 64 * 1024);  // unbounded, it would be ~2,000,000 x ~64 B = 122 MiB
+}
+
+TEST_CASE("without a limit a mailbox grows; what a queued message costs", "[mailbox_limit]") {
+  long growth_kb = 0;
+  std::size_t queued = 0;
+  auto r = run_node(herd::test::opts(1), [&] {
+    herd::pid p = herd::spawn([] { herd::receive([](drain_now) {}); });
+    const long base = rss_kb();
+    for (int i = 0; i < 1'000'000; ++i) herd::send(p, flood{i});
+    growth_kb = rss_kb() - base;
+    auto info = herd::introspect::process_info(p);
+    queued = info ? info->row.mailbox : 0;
+    herd::exit(p, herd::exit_reason::kill());
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(queued == 1'000'000);
+  const double per_message = growth_kb * 1024.0 / 1e6;
+  WARN("an unlimited mailbox: 1,000,000 queued 4-byte messages cost " << per_message << " bytes each");
+  CHECK(per_message > 16);   // it really grew (the messages are held)
+  CHECK(per_message < 256);  // and each costs one small allocation, no more
+}
