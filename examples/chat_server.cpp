@@ -14,6 +14,7 @@
 // dropped at once); the room and everyone else go on.
 //
 //   chat_server --port P [--bind ADDR] [--workers N] [--acceptors N] [--max-connections N|infinity]
+#include "chat_protocol.hpp"
 #include "server_main.hpp"
 
 #include <herd/actors.hpp>
@@ -55,8 +56,6 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t max_lines_behind = 1000;
 constexpr uint64_t max_bytes_behind = 1 << 20;
-constexpr std::size_t max_line = 64 * 1024;
-constexpr std::size_t max_room_name = 64;
 
 struct room : herd::server<room> {
   using calls = herd::types<join_room>;
@@ -121,10 +120,6 @@ herd::pid find_or_start_room(std::string_view name) {
   }
 }
 
-bool valid_room(std::string_view r) {
-  return !r.empty() && r.size() <= max_room_name && r.find_first_of(" \t\r") == std::string_view::npos;
-}
-
 class connection {
  public:
   explicit connection(net::tcp_socket& s) : s_(s), lag_(std::make_shared<backlog>()) {}
@@ -163,50 +158,27 @@ class connection {
     herd::monitor_ref mon;
   };
 
-  // Splits what arrived into lines; a partial line waits in pending_. A line
-  // over max_line is refused once, and its remainder skipped up to its end.
   bool on_data(std::string_view bytes) {
-    while (!bytes.empty()) {
-      std::size_t nl = bytes.find('\n');
-      if (skipping_) {
-        if (nl == std::string_view::npos) return true;
-        skipping_ = false;
-        bytes.remove_prefix(nl + 1);
-        continue;
-      }
-      if (nl == std::string_view::npos) {
-        pending_.append(bytes);
-        if (pending_.size() <= max_line) return true;
-        pending_.clear();
-        skipping_ = true;
-        return reply("ERROR line too long (over 65536 bytes)\n");
-      }
-      std::string_view line = bytes.substr(0, nl);
-      if (!pending_.empty()) line = pending_.append(line);
-      bytes.remove_prefix(nl + 1);
-      bool ok = line.size() > max_line ? reply("ERROR line too long (over 65536 bytes)\n") : on_line(line);
-      pending_.clear();  // after on_line: line may point into it
-      if (!ok) return false;
-    }
-    return true;
+    return reader_.feed(
+        bytes, [&](std::string_view line) { return on_line(line); },
+        [&] { return reply("ERROR line too long (over 65536 bytes)\n"); });
   }
 
   bool reply(std::string_view text) { return bool(s_.send(text)); }
 
   bool on_line(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) return true;
-    std::size_t sp = line.find(' ');
-    std::string_view cmd = line.substr(0, sp);
-    std::string_view rest = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
-    if (cmd == "JOIN") return join(rest);
-    if (cmd == "LEAVE") return leave(rest);
-    if (cmd == "MSG") return msg(rest);
-    return reply("ERROR unknown command (JOIN room, MSG room text, LEAVE room)\n");
+    const chat::command c = chat::parse(line);
+    switch (c.kind) {
+      case chat::command::empty: return true;
+      case chat::command::join: return join(c.room);
+      case chat::command::leave: return leave(c.room);
+      case chat::command::msg: return msg(c.room, c.rest);
+      case chat::command::bad: break;
+    }
+    return reply("ERROR " + std::string(c.error) + "\n");
   }
 
   bool join(std::string_view name) {
-    if (!valid_room(name)) return reply("ERROR bad room name\n");
     if (!rooms_.count(std::string(name))) {
       herd::pid r = find_or_start_room(name);
       herd::monitor_ref mon = herd::monitor(r);
@@ -230,10 +202,7 @@ class connection {
     return reply("OK LEAVE " + std::string(name) + "\n");
   }
 
-  bool msg(std::string_view rest) {
-    std::size_t sp = rest.find(' ');
-    std::string_view name = rest.substr(0, sp);
-    if (sp == std::string_view::npos || !valid_room(name)) return reply("ERROR usage: MSG room text\n");
+  bool msg(std::string_view name, std::string_view rest) {
     herd::pid r;
     if (auto it = rooms_.find(std::string(name)); it != rooms_.end()) r = it->second.pid;
     else if (auto p = herd::whereis(room_key(name))) r = *p;
@@ -259,15 +228,14 @@ class connection {
   net::tcp_socket& s_;
   std::shared_ptr<backlog> lag_;
   std::unordered_map<std::string, joined> rooms_;
-  std::string pending_;
-  bool skipping_ = false;
+  chat::line_reader reader_;
 };
 
-void chat(net::tcp_socket s) { connection(s).run(); }
+void serve_member(net::tcp_socket s) { connection(s).run(); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   example::server_options o = example::parse_server_options("chat_server", argc, argv);
-  return example::server_main("chat_server", o, chat);
+  return example::server_main("chat_server", o, serve_member);
 }

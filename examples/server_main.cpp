@@ -37,13 +37,18 @@ using namespace std::chrono_literals;
   std::exit(2);
 }
 
+// What try_parse_server_options turns into its error string.
+struct option_error {
+  std::string why;
+};
+
 template <class T>
-T number(const char* prog, std::string_view flag, std::string_view v, T lo, T hi) {
+T number(std::string_view flag, std::string_view v, T lo, T hi) {
   T x{};
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc{} || end != v.data() + v.size() || x < lo || x > hi)
-    usage_error(prog, std::string(flag) + ": '" + std::string(v) + "' is not a number in [" + std::to_string(lo) +
-                          ", " + std::to_string(hi) + "]");
+    throw option_error{std::string(flag) + ": '" + std::string(v) + "' is not a number in [" + std::to_string(lo) +
+                       ", " + std::to_string(hi) + "]"};
   return x;
 }
 
@@ -66,44 +71,52 @@ void check_fd_limit(const char* prog, const server_options& o) {
 
 }  // namespace
 
-server_options parse_server_options(const char* prog, int argc, char** argv) {
-  server_options o;
+std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& o) try {
+  o = server_options{};
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage_error(prog, std::string(a) + " needs a value");
+      if (i + 1 >= argc) throw option_error{std::string(a) + " needs a value"};
       return argv[++i];
     };
     if (a == "--port") {
-      o.port = number<uint16_t>(prog, a, value(), 0, 65535);
+      o.port = number<uint16_t>(a, value(), 0, 65535);
     } else if (a == "--bind") {
       o.bind = std::string(value());
     } else if (a == "--workers") {
-      o.workers = number<unsigned>(prog, a, value(), 1, 1024);
+      o.workers = number<unsigned>(a, value(), 1, 1024);
     } else if (a == "--acceptors") {
-      o.acceptors = number<unsigned>(prog, a, value(), 1, 1024);
+      o.acceptors = number<unsigned>(a, value(), 1, 1024);
     } else if (a == "--max-connections") {
       std::string_view v = value();
       o.max_connections =
-          v == "infinity" ? net::infinity_connections : number<std::size_t>(prog, a, v, 1, std::size_t(1) << 40);
+          v == "infinity" ? net::infinity_connections : number<std::size_t>(a, v, 1, std::size_t(1) << 40);
     } else if (a == "--observer") {
       o.observer = std::string(value());
-      if (o.observer.empty()) usage_error(prog, "--observer needs a socket path");
+      if (o.observer.empty()) throw option_error{"--observer needs a socket path"};
     } else if (a == "--metrics") {
       o.metrics = std::string(value());
       auto colon = o.metrics.rfind(':');
       std::string host = colon == std::string::npos ? "" : o.metrics.substr(0, colon);
       if (host != "127.0.0.1" && host != "localhost" && host != "[::1]")
-        usage_error(prog, "--metrics: '" + o.metrics + "' is not a loopback address (127.0.0.1:PORT or [::1]:PORT)");
-      number<uint16_t>(prog, a, std::string_view(o.metrics).substr(colon + 1), 0, 65535);
+        throw option_error{"--metrics: '" + o.metrics + "' is not a loopback address (127.0.0.1:PORT or [::1]:PORT)"};
+      number<uint16_t>(a, std::string_view(o.metrics).substr(colon + 1), 0, 65535);
     } else if (a == "--idle-hibernate-ms") {
-      o.idle_hibernate = std::chrono::milliseconds(number<long>(prog, a, value(), 0, 86'400'000));
+      o.idle_hibernate = std::chrono::milliseconds(number<long>(a, value(), 0, 86'400'000));
     } else {
-      usage_error(prog, a == "--help" || a == "-h" ? "help" : "unknown option '" + std::string(a) + "'");
+      throw option_error{a == "--help" || a == "-h" ? "help" : "unknown option '" + std::string(a) + "'"};
     }
   }
-  if (!o.port) usage_error(prog, "--port is required (0 picks a free port)");
-  if (!o.metrics.empty() && o.observer.empty()) usage_error(prog, "--metrics needs --observer PATH");
+  if (!o.port) throw option_error{"--port is required (0 picks a free port)"};
+  if (!o.metrics.empty() && o.observer.empty()) throw option_error{"--metrics needs --observer PATH"};
+  return std::nullopt;
+} catch (const option_error& e) {
+  return e.why;
+}
+
+server_options parse_server_options(const char* prog, int argc, char** argv) {
+  server_options o;
+  if (auto why = try_parse_server_options(argc, argv, o)) usage_error(prog, *why);
   return o;
 }
 

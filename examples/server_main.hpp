@@ -32,6 +32,9 @@ struct server_options {
 
 // Parses argv; exits 2 with a message on a bad option.
 server_options parse_server_options(const char* prog, int argc, char** argv);
+// The same without exiting: the reason a bad command line is bad, else
+// nullopt and `out` filled.
+std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& out);
 
 struct server_hooks {
   // In the node's root process, before the listener starts; false: exit 1
