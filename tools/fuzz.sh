@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the observer's request fuzzer with clang++ (libFuzzer + ASan + UBSan;
-# every herd source gets -fsanitize=fuzzer-no-link for coverage) in its own
-# build directory and runs it for a bounded time.
-# Usage: tools/fuzz_observer.sh [SECONDS=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
+# Builds herd's libFuzzer targets with clang++ (libFuzzer + ASan + UBSan;
+# every herd source gets -fsanitize=fuzzer-no-link for coverage) in their own
+# build directory and runs each for a bounded time: the observer's request
+# path, the chat server's line protocol, the example servers' options.
+# Usage: tools/fuzz.sh [SECONDS_EACH=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -12,7 +13,13 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz
+cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz
+# -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
+run() {  # target corpus
+  echo "fuzz: $1 for ${secs}s"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$dir/tests/fuzz/$1" -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 -print_final_stats=1 "$2"
+}
 corpus="$dir/observer_fuzz_corpus"
 mkdir -p "$corpus"
 # Seeds: one request of each kind, and some framing edge cases.
@@ -24,7 +31,22 @@ for s in '{"v":1,"req":"overview"}' '{"v":1,"id":7,"req":"processes","sort":"mai
          '{"v":1,"id":"t","req":"trace","pid":"<3.0>","limit":10,"timeout_ms":5}' 'not json' '{"v":2}'; do
   printf '%s\n' "$s" > "$corpus/seed$((i++))"
 done
-# -rss_limit_mb: the framing holds at most 64 KiB a client; a leak shows.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$dir/tests/fuzz/observer_request_fuzz" -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$corpus"
+run observer_request_fuzz "$corpus"
+
+corpus="$dir/chat_fuzz_corpus"
+mkdir -p "$corpus"
+i=0
+for s in $'JOIN lobby\n' $'MSG lobby hello there\r\n' $'LEAVE lobby\n' $'MSG\n' $'JOIN a b\n' $'FOO\n\n' 'partial'; do
+  printf '%s' "$s" > "$corpus/seed$((i++))"
+done
+run chat_line_fuzz "$corpus"
+
+corpus="$dir/options_fuzz_corpus"
+mkdir -p "$corpus"
+i=0
+for s in $'--port\x000' $'--port\x005555\x00--workers\x002\x00--max-connections\x00infinity' \
+         $'--port\x000\x00--observer\x00/tmp/s\x00--metrics\x00127.0.0.1:9100' $'--bogus' \
+         $'--port\x0070000' $'--idle-hibernate-ms\x00-1'; do
+  printf '%s' "$s" > "$corpus/seed$((i++))"
+done
+run server_options_fuzz "$corpus"

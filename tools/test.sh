@@ -45,11 +45,11 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors; small scale)"
+stage "tsan tests (runtime, actors, supervisors, net, observer; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error -R "^(runtime_tests|actor_tests|supervisor_tests|net_tests|observer_tests)"
-stage_done "tsan tests (runtime, actors; small scale)"
+stage_done "tsan tests (runtime, actors, supervisors, net, observer; small scale)"
 
-stage "observer request fuzzer (clang libFuzzer + ASan/UBSan, 60 s)"
-tools/fuzz_observer.sh 60 build-fuzz "$jobs"
-stage_done "observer request fuzzer (clang libFuzzer + ASan/UBSan, 60 s)"
+stage "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 60 s each)"
+tools/fuzz.sh 60 build-fuzz "$jobs"
+stage_done "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 60 s each)"

@@ -6,7 +6,7 @@
 // "v":1 and a boolean "ok"; anything else (or a crash, a sanitizer report)
 // is a finding.
 //
-// Build: tools/fuzz_observer.sh (clang++ -fsanitize=fuzzer,address,undefined).
+// Build: tools/fuzz.sh (clang++ -fsanitize=fuzzer,address,undefined).
 #include "client.hpp"
 #include "dispatch.hpp"
 
