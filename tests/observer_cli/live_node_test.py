@@ -22,6 +22,7 @@ PID_RE = re.compile(r"^<\d+\.\d+>$")
 
 class EchoNode:
     def __init__(self, echo, d):
+        self.dir = d
         self.socket = os.path.join(d, "node.sock")
         self.p = subprocess.Popen([echo, "--port", "0", "--bind", "127.0.0.1", "--workers", "2",
                                    "--observer", self.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -127,5 +128,31 @@ def figures_of_a_live_echo_server(cli, echo):
                "after the node exits: exit 1, no node", r.returncode, r.stderr)
 
 
+def top_on_a_live_node(cli, echo):
+    """top against the real node: its known processes on screen, q leaves the terminal clean."""
+    import shutil
+    if shutil.which("tmux") is None:
+        print("note: tmux is not installed; top on a live node not checked")
+        return
+    from top_test import Pane
+    with tempfile.TemporaryDirectory(prefix="herd-observer-live-top-") as d:
+        os.chmod(d, 0o700)
+        node = EchoNode(echo, d)
+        conns, pane = [], None
+        try:
+            conns = [connect(node.port) for _ in range(3)]
+            pane = Pane(cli, node, "live")
+            pane.wait_text("os pid %d" % node.p.pid, what="top's header names the node's OS pid")
+            pane.wait_text("echo_server", what="the listener's supervisor (registered as echo_server) is listed")
+            pane.keys("q")
+            pane.expect_restored("EXITED 0")
+        finally:
+            if pane:
+                pane.kill()
+            for s in conns:
+                s.close()
+            node.stop()
+
+
 if __name__ == "__main__":
-    run_checks([figures_of_a_live_echo_server], sys.argv[1], sys.argv[2])
+    run_checks([figures_of_a_live_echo_server, top_on_a_live_node], sys.argv[1], sys.argv[2])
