@@ -11,13 +11,17 @@
 #                                  (tools/connbench/compare.py; extra args go to it)
 #   tools/bench.sh --actors ...    the actor benchmark against Erlang, Go and CAF
 #                                  (tools/actorbench/compare.py; extra args go to it)
+#   tools/bench.sh --swap ...      echo through a module handler across a hot swap
+#                                  (examples/hot_swap/swap_bench.py)
+#   tools/bench.sh --observer ...  echo with `herd-observer top` attached vs not
+#                                  (tools/observer/observer_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
 [[ -n "$mode" ]] && shift
 tools/setup.sh --peers
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target echo_server connbench actorbench
+cmake --build build --target echo_server connbench actorbench hot_swap_server herd-observer
 
 # Each side of 10,000 connections needs as many descriptors; the hard limit
 # here is 20,000 per process (see README, "Limits").
@@ -35,8 +39,12 @@ case "$mode" in
   --actors)
     exec python3 tools/actorbench/compare.py --reps 3 --herd build/tools/actorbench/actorbench \
       --out build/actorbench-report.txt "$@" ;;
+  --swap)
+    exec python3 examples/hot_swap/swap_bench.py --build-dir build "$@" ;;
+  --observer)
+    exec python3 tools/observer/observer_bench.py --build-dir build "$@" ;;
   "") ;;
-  *) echo "bench: unknown mode '$mode' (none, --compare or --actors)" >&2; exit 2 ;;
+  *) echo "bench: unknown mode '$mode' (none, --compare, --actors, --swap or --observer)" >&2; exit 2 ;;
 esac
 
 server_cpu=() load_cpu=()
