@@ -37,7 +37,10 @@ void client::feed(std::string_view data, const std::function<void(std::string_vi
 void client::queue(std::string_view line) {
   if (dead) return;
   if (out_off == out.size()) {
-    out.clear();
+    // A big reply (processes with a high limit) leaves a big buffer: give it
+    // back rather than keep it for the client's lifetime.
+    if (out.capacity() > 64 * 1024) std::string().swap(out);
+    else out.clear();
     out_off = 0;
   }
   out.append(line);
@@ -56,7 +59,10 @@ void client::flush() {
     dead = true;
   }
   if (out_off == out.size()) {
-    out.clear();
+    // A big reply (processes with a high limit) leaves a big buffer: give it
+    // back rather than keep it for the client's lifetime.
+    if (out.capacity() > 64 * 1024) std::string().swap(out);
+    else out.clear();
     out_off = 0;
   }
 }

@@ -63,6 +63,9 @@ class server {
   sampler samples_;
   dispatch_env env_;
   std::list<client> clients_;
+  // A reply above big_reply bytes was made: malloc_trim once the clients have theirs.
+  static constexpr std::size_t big_reply = 256 * 1024;
+  bool trim_due_ = false;
   std::vector<http_client> http_;
   std::list<trace_stream> traces_;
   uint64_t next_key_ = 1;

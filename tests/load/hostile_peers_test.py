@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Slow and hostile peers against echo_server, while honest clients measure.
+
+    hostile_peers_test.py ECHO_SERVER CONNBENCH
+
+The server runs with --max-connections 1,700 and an observer socket. First
+200 honest connections (connbench, every byte checked) run alone; then the
+same honest load runs again while, at once:
+  - 300 clients write 1 MiB each and never read (the server's sends park on
+    full sockets),
+  - 1,000 clients connect and send nothing,
+  - 200 clients send a line and half-close (shutdown(SHUT_WR)) without ever
+    reading the answer,
+  - once those 1,700 fill max_connections, a flood connects at 5,000/s
+    for 10 s and hangs up at once (it waits in the backlog, or overflows it).
+Passes when the honest load loses nothing (no failed connect, mismatch or
+disconnect) and its p99 stays within 3x (+2 ms) of its p99 alone; the
+server's RSS stays under 96 MiB; the observer answers every `overview`
+within 100 ms; and once the attackers leave, the connection and actor counts
+return to where they were. Prints one HOSTILE line with the figures. Bounded
+in time; every process it starts is stopped by its PID.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HONEST = 200
+MAX_CONNECTIONS = 1700  # the honest clients and the attackers who hold a socket
+RSS_BOUND_KB = 96 * 1024
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+def ask(path, req, **fields):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(path)
+    f = s.makefile("rw")
+    t0 = time.monotonic()
+    f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
+    f.flush()
+    r = json.loads(f.readline())
+    ms = (time.monotonic() - t0) * 1000
+    s.close()
+    return r["result"], ms
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def honest_start(connbench, port, pid, seconds):
+    return subprocess.Popen([connbench, "--host", "127.0.0.1", "--port", str(port), "--connections", str(HONEST),
+                             "--payload", "64", "--rate", "5000", "--warmup", "1", "--duration", str(seconds),
+                             "--server-pid", str(pid)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def honest_result(p, seconds):
+    out, _ = p.communicate(timeout=seconds + 60)
+    line = next((l for l in out.splitlines() if l.startswith("RESULT")), None)
+    if not line:
+        fail("connbench printed no RESULT")
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+def connect(port):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    return s
+
+
+def main():
+    server, connbench = sys.argv[1:3]
+    tmp = tempfile.mkdtemp(prefix="hostile_")
+    sock = os.path.join(tmp, "node.sock")
+    srv = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--workers", "2",
+                            "--max-connections", str(MAX_CONNECTIONS), "--observer", sock],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    held = []
+    try:
+        line = srv.stdout.readline()
+        if not line.startswith("listening on"):
+            fail(f"the server did not start: {line!r}")
+        port = int(line.strip().rsplit(":", 1)[1])
+        srv.stdout.readline()
+        base_actors = ask(sock, "overview")[0]["actors"]
+
+        alone = honest_result(honest_start(connbench, port, srv.pid, 5), 5)
+
+        stop = threading.Event()
+        samples = {"obs_ms": [], "rss": [], "flood": 0}
+
+        def watch():
+            while not stop.is_set():
+                _, ms = ask(sock, "overview")
+                samples["obs_ms"].append(ms)
+                samples["rss"].append(rss_kb(srv.pid))
+                time.sleep(0.2)
+
+        def flood():
+            # 5,000 connects a second, each closed at once (50 per 10 ms tick).
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not stop.is_set():
+                t0 = time.monotonic()
+                for _ in range(50):
+                    connect(port).close()
+                    samples["flood"] += 1
+                time.sleep(max(0.0, 0.01 - (time.monotonic() - t0)))
+
+        # The attackers hold their sockets; the honest run starts once they are in.
+        blob = b"x" * (1 << 20)
+        for _ in range(300):  # never read
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.setblocking(False)
+            try:
+                s.send(blob)
+            except BlockingIOError:
+                pass
+            held.append(s)
+        for _ in range(1000):  # connect, send nothing
+            held.append(connect(port))
+        for _ in range(200):  # a line, then half-close, never read
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"half-closed\n")
+            s.shutdown(socket.SHUT_WR)
+            held.append(s)
+        hp = honest_start(connbench, port, srv.pid, 10)
+        # The flood starts once every held and honest connection is in: from
+        # then on max_connections is reached and the flood waits in the backlog.
+        end = time.monotonic() + 20
+        while ask(sock, "listeners")[0]["listeners"][0]["connections"] < MAX_CONNECTIONS:
+            if time.monotonic() > end:
+                fail("the attackers and honest clients did not all get in")
+            time.sleep(0.1)
+        threads = [threading.Thread(target=watch), threading.Thread(target=flood)]
+        for t in threads:
+            t.start()
+        attacked = honest_result(hp, 10)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        peak_rss = max(samples["rss"])
+        worst_obs = max(samples["obs_ms"])
+        for s in held:
+            s.close()
+        held.clear()
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            ov = ask(sock, "overview")[0]
+            conns = ask(sock, "listeners")[0]["listeners"][0]["connections"]
+            if ov["actors"] == base_actors and conns == 0:
+                break
+            time.sleep(0.2)
+        print(f"HOSTILE honest={HONEST} p99_alone_us={alone['p99_us']} p99_attacked_us={attacked['p99_us']} "
+              f"rt_per_s_alone={alone['rt_per_s']} rt_per_s_attacked={attacked['rt_per_s']} "
+              f"flood_connects={samples['flood']} peak_rss_kb={peak_rss} observer_worst_ms={worst_obs:.1f} "
+              f"actors_before={base_actors} actors_after={ov['actors']} connections_after={conns}", flush=True)
+        for name, r in (("alone", alone), ("attacked", attacked)):
+            if r["failed"] != "0" or r["mismatches"] != "0" or r["disconnects"] != "0":
+                fail(f"the honest clients lost something ({name}): {r}")
+        if float(attacked["p99_us"]) > 3 * float(alone["p99_us"]) + 2000:
+            fail(f"honest p99 went from {alone['p99_us']} us to {attacked['p99_us']} us under attack")
+        if peak_rss > RSS_BOUND_KB:
+            fail(f"the server's RSS reached {peak_rss} kB (bound {RSS_BOUND_KB} kB)")
+        if worst_obs > 100:
+            fail(f"the observer took {worst_obs:.1f} ms to answer overview under attack")
+        if ov["actors"] != base_actors or conns != 0:
+            fail(f"after the attack: {ov['actors']} actors (was {base_actors}), {conns} connections")
+        srv.terminate()
+        if srv.wait(timeout=20) != 0:
+            fail("the server did not exit 0 after SIGTERM")
+        print("PASS")
+    finally:
+        for s in held:
+            s.close()
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+        try:
+            os.unlink(sock)
+            os.rmdir(tmp)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main()
