@@ -18,9 +18,7 @@ import argparse
 import json
 import os
 import random
-import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,27 +26,13 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import herdlib  # noqa: E402
+from herdlib import rss_less_lazyfree_kb as rss_kb  # noqa: E402
+
 
 def ask(path, req, **fields):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(5)
-    s.connect(path)
-    f = s.makefile("rw")
-    f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
-    f.flush()
-    r = json.loads(f.readline())
-    s.close()
-    return r
-
-
-def rss_kb(pid):
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            m = re.match(r"(\w+):\s+(\d+) kB", line)
-            if m:
-                fields[m.group(1)] = int(m.group(2))
-    return fields.get("Rss", 0) - fields.get("LazyFree", 0)
+    return herdlib.ask(path, req, timeout=5, **fields)[0]
 
 
 def start(binary, sock):
@@ -144,14 +128,7 @@ def main():
             if cb.poll() is None:
                 cb.kill()
                 cb.wait()
-        for p, _ in servers.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        herdlib.stop(*(p for p, _ in servers.values()))
         for s in socks.values():
             try:
                 os.unlink(s)

@@ -23,6 +23,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
+from herdlib import stop  # noqa: E402
+
 PROGRESS = re.compile(r"\[\s*([\d.]+)s (\w+)\] connected=(\d+)/\d+ failed=(\d+) rt/s=(\d+) p99=(\d+)us disconnects=(\d+)")
 
 
@@ -99,14 +102,7 @@ def one_run(a, rep):
               " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in f.items()), flush=True)
         return f
     finally:
-        for p in (cb, srv):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(cb, srv)
         shutil.rmtree(moddir, ignore_errors=True)
 
 

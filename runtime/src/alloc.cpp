@@ -71,6 +71,7 @@ heap_stats stats() noexcept {
     std::size_t elapsed, user, sys, rss, peak_rss, commit, peak_commit, faults;
     f(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
     s.committed = commit;
+    s.peak_committed = peak_commit;
   }
   return s;
 }

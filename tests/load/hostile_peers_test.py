@@ -3,15 +3,15 @@
 
     hostile_peers_test.py ECHO_SERVER CONNBENCH
 
-The server runs with --max-connections 1,700 and an observer socket. First
+The server runs with --max-connections 1,500 and an observer socket. First
 200 honest connections (connbench, every byte checked) run alone; then the
 same honest load runs again while, at once:
   - 300 clients write 1 MiB each and never read (the server's sends park on
     full sockets),
   - 1,000 clients connect and send nothing,
-  - 200 clients send a line and half-close (shutdown(SHUT_WR)) without ever
-    reading the answer,
-  - once those 1,700 fill max_connections, a flood connects at 5,000/s
+  - (before those) 200 clients send a line and half-close (shutdown(SHUT_WR))
+    without ever reading the answer: the server must end each of them,
+  - once the attackers and the honest clients fill max_connections, a flood connects at 5,000/s
     for 10 s and hangs up at once (it waits in the backlog, or overflows it).
 Passes when the honest load loses nothing (no failed connect, mismatch or
 disconnect) and its p99 stays within 3x (+2 ms) of its p99 alone; the
@@ -20,7 +20,6 @@ within 100 ms; and once the attackers leave, the connection and actor counts
 return to where they were. Prints one HOSTILE line with the figures. Bounded
 in time; every process it starts is stopped by its PID.
 """
-import json
 import os
 import socket
 import subprocess
@@ -29,8 +28,11 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
+import herdlib  # noqa: E402
+
 HONEST = 200
-MAX_CONNECTIONS = 1700  # the honest clients and the attackers who hold a socket
+MAX_CONNECTIONS = 1500  # the honest clients and the attackers who hold a socket
 RSS_BOUND_KB = 96 * 1024
 
 
@@ -40,25 +42,12 @@ def fail(msg):
 
 
 def ask(path, req, **fields):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(5)
-    s.connect(path)
-    f = s.makefile("rw")
-    t0 = time.monotonic()
-    f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
-    f.flush()
-    r = json.loads(f.readline())
-    ms = (time.monotonic() - t0) * 1000
-    s.close()
-    return r["result"], ms
+    """(the request's result, milliseconds)."""
+    reply, ms = herdlib.ask(path, req, timeout=5, **fields)
+    return reply["result"], ms
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+rss_kb = herdlib.rss_less_lazyfree_kb
 
 
 def honest_start(connbench, port, pid, seconds):
@@ -123,6 +112,22 @@ def main():
                     samples["flood"] += 1
                 time.sleep(max(0.0, 0.01 - (time.monotonic() - t0)))
 
+        # Half-closed clients first: echo_server answers, sees the end of
+        # input and ends each connection, though nobody reads its answer.
+        half = []
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"half-closed\n")
+            s.shutdown(socket.SHUT_WR)
+            half.append(s)
+        end = time.monotonic() + 10
+        while ask(sock, "listeners")[0]["listeners"][0]["connections"] > 0:
+            if time.monotonic() > end:
+                fail("the half-closed connections were not ended by the server")
+            time.sleep(0.1)
+        for s in half:
+            s.close()
+
         # The attackers hold their sockets; the honest run starts once they are in.
         blob = b"x" * (1 << 20)
         for _ in range(300):  # never read
@@ -135,11 +140,6 @@ def main():
             held.append(s)
         for _ in range(1000):  # connect, send nothing
             held.append(connect(port))
-        for _ in range(200):  # a line, then half-close, never read
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
-            s.sendall(b"half-closed\n")
-            s.shutdown(socket.SHUT_WR)
-            held.append(s)
         hp = honest_start(connbench, port, srv.pid, 10)
         # The flood starts once every held and honest connection is in: from
         # then on max_connections is reached and the flood waits in the backlog.

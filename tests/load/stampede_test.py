@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
+from herdlib import rss_less_lazyfree_kb  # noqa: E402
+
 
 def fail(msg):
     print("FAIL: " + msg, flush=True)
@@ -50,16 +53,6 @@ class Observer:
         r = json.loads(self.f.readline())
         self.last_ms = (time.monotonic() - t0) * 1000
         return r
-
-
-def rss_less_lazyfree_kb(pid):
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            m = re.match(r"(\w+):\s+(\d+) kB", line)
-            if m:
-                fields[m.group(1)] = int(m.group(2))
-    return fields.get("Rss", 0) - fields.get("LazyFree", 0)
 
 
 def biggest_mappings(pid, n=8):

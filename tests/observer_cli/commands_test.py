@@ -30,7 +30,7 @@ def overview_table_and_json(cli):
         out = r.stdout
         expect(re.search(r"^node\s+os pid 4242, up [0-9.]+ s, herd 0\.1\.0, 2 workers$", out, re.M), "node line", out)
         expect(re.search(r"^actors\s+9$", out, re.M), "actors line", out)
-        expect(re.search(r"^memory\s+rss 39 MiB, mimalloc 8\.6 MiB committed / 64 MiB reserved$", out, re.M),
+        expect(re.search(r"^memory\s+rss 39 MiB, mimalloc 8\.6 MiB committed / 64 MiB at peak$", out, re.M),
                "memory line", out)
         expect(re.search(r"^stacks\s+9 in use, 64 carved$", out, re.M), "stacks line", out)
         expect(re.search(r"^rates\s+120k messages/s, 240k switches/s, 0 spawns/s$", out, re.M), "rates line", out)

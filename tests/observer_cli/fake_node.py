@@ -73,7 +73,7 @@ class Node:
         return {"node": {"os_pid": OS_PID, "uptime_ms": self.uptime_ms(), "herd_version": "0.1.0", "workers": 2},
                 "actors": n,
                 "memory": {"rss_bytes": 41000000, "mimalloc_committed_bytes": 9000000,
-                           "mimalloc_reserved_bytes": 67108864, "stacks_in_use": n, "stacks_carved": 64},
+                           "mimalloc_peak_committed_bytes": 67108864, "stacks_in_use": n, "stacks_carved": 64},
                 "rates": {"messages_per_s": 120000.0, "switches_per_s": 240000.0, "spawns_per_s": 0.0},
                 "workers": [{"id": 0, "utilization": 0.93, "run_queue": 4, "steals": 10, "parks": 77,
                              "switches": 1000000, "timers": 3},

@@ -11,29 +11,15 @@ runs alternate (without, with, without, ...). Prints one OBSBENCH line per
 run and a median line with the ratio.
 """
 import argparse
-import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def ask(path, req, **fields):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(10)
-    s.connect(path)
-    f = s.makefile("rw")
-    t0 = time.monotonic()
-    f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
-    f.flush()
-    r = json.loads(f.readline())
-    ms = (time.monotonic() - t0) * 1000
-    s.close()
-    return r, ms
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from herdlib import ask, stop  # noqa: E402
 
 
 def one_run(a, with_top, rep):
@@ -80,14 +66,7 @@ def one_run(a, with_top, rep):
         return res
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-        for p in (cb, srv):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(cb, srv)
         try:
             os.unlink(sock)
             os.rmdir(tmp)

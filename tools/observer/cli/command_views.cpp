@@ -49,7 +49,7 @@ std::string render_overview(const json& r) {
   kv.add("actors", integer(r, "actors"));
   kv.add("memory", "rss " + human_bytes(num(mem, "rss_bytes")) + ", mimalloc " +
                        human_bytes(num(mem, "mimalloc_committed_bytes")) + " committed / " +
-                       human_bytes(num(mem, "mimalloc_reserved_bytes")) + " reserved");
+                       human_bytes(num(mem, "mimalloc_peak_committed_bytes")) + " at peak");
   kv.add("stacks", integer(mem, "stacks_in_use") + " in use, " + integer(mem, "stacks_carved") + " carved");
   kv.add("rates", human_count(num(rates, "messages_per_s")) + " messages/s, " +
                       human_count(num(rates, "switches_per_s")) + " switches/s, " +

@@ -60,7 +60,7 @@ json overview_view(const sampler& s) {
   out["actors"] = f.actors;
   out["memory"] = {{"rss_bytes", f.rss},
                    {"mimalloc_committed_bytes", f.heap.committed},
-                   {"mimalloc_reserved_bytes", f.heap.reserved},
+                   {"mimalloc_peak_committed_bytes", f.heap.peak_committed},
                    {"stacks_in_use", f.m.stacks_in_use},
                    {"stacks_carved", f.m.stacks_carved}};
   out["rates"] = {{"messages_per_s", f.r.messages_per_s},

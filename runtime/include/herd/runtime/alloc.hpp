@@ -19,7 +19,7 @@ void collect() noexcept;
 // "mimalloc" or "malloc": which allocator is in use (for reports).
 const char* backend() noexcept;
 // Heap statistics from the backend, for the observer (0 when unknown).
-struct heap_stats { std::size_t committed = 0; std::size_t reserved = 0; };
+struct heap_stats { std::size_t committed = 0; std::size_t peak_committed = 0; };
 heap_stats stats() noexcept;
 
 }  // namespace herd::alloc

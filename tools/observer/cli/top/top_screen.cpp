@@ -98,7 +98,7 @@ void header(const top_state& s, int rows, int cols, std::vector<std::string>& ou
   const json& mem = o.at("memory");
   out.push_back("mem rss " + human_bytes(mem.at("rss_bytes").get<double>()) + "  mimalloc " +
                 human_bytes(mem.at("mimalloc_committed_bytes").get<double>()) + " / " +
-                human_bytes(mem.at("mimalloc_reserved_bytes").get<double>()) + "  stacks " +
+                human_bytes(mem.at("mimalloc_peak_committed_bytes").get<double>()) + "  stacks " +
                 std::to_string(mem.at("stacks_in_use").get<long long>()) + "/" +
                 std::to_string(mem.at("stacks_carved").get<long long>()));
   const json& rates = o.at("rates");
