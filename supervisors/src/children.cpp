@@ -125,15 +125,19 @@ result<> handle_delete(state& s, const std::string& id) {
   return ok_t{};
 }
 
+std::vector<const child*> dynamic_in_start_order(const state& s) {
+  std::vector<const child*> all;
+  all.reserve(s.dynamic.size() + s.dyn_waiting.size());
+  for (const auto& [p, c] : s.dynamic) all.push_back(&c);
+  for (const auto& [k, c] : s.dyn_waiting) all.push_back(&c);
+  std::sort(all.begin(), all.end(), [](const child* a, const child* b) { return a->key < b->key; });
+  return all;
+}
+
 std::vector<child_info> handle_which(const state& s) {
   std::vector<child_info> out;
   if (s.simple()) {
-    // In start order (OTP leaves it unspecified; keys grow with each start_child).
-    std::vector<const child*> all;
-    all.reserve(s.dynamic.size() + s.dyn_waiting.size());
-    for (const auto& [p, c] : s.dynamic) all.push_back(&c);
-    for (const auto& [k, c] : s.dyn_waiting) all.push_back(&c);
-    std::sort(all.begin(), all.end(), [](const child* a, const child* b) { return a->key < b->key; });
+    const std::vector<const child*> all = dynamic_in_start_order(s);
     out.reserve(all.size());
     for (const child* c : all) out.push_back(child_info{{}, c->id, c->spec->type, c->restarting});
     return out;

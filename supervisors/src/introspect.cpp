@@ -52,13 +52,8 @@ tree_children handle_tree(const state& s, std::size_t max) {
     out.children.push_back(std::move(t));
   };
   if (s.simple()) {
-    // In start order (keys grow with each start_child), as which_children lists them.
-    std::vector<const child*> all;
-    all.reserve(s.dynamic.size() + s.dyn_waiting.size());
-    for (const auto& [p, c] : s.dynamic) all.push_back(&c);
-    for (const auto& [k, c] : s.dyn_waiting) all.push_back(&c);
-    std::sort(all.begin(), all.end(), [](const child* a, const child* b) { return a->key < b->key; });
-    for (const child* c : all) add(*c, true);
+    // In start order, as which_children lists them.
+    for (const child* c : dynamic_in_start_order(s)) add(*c, true);
     return out;
   }
   for (const child& c : s.children) add(c, false);

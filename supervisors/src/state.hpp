@@ -85,6 +85,10 @@ result<> handle_terminate(state& s, const std::string& id, pid child);
 result<pid> handle_restart(state& s, const std::string& id);
 result<> handle_delete(state& s, const std::string& id);
 std::vector<child_info> handle_which(const state& s);
+// A simple_one_for_one supervisor's children (running and waiting to
+// restart) in start order: OTP leaves it unspecified; keys grow with each
+// start_child.
+std::vector<const child*> dynamic_in_start_order(const state& s);
 child_counts handle_count(const state& s);
 
 // ---- strategy.cpp

@@ -235,6 +235,16 @@ TEST_CASE("a steady-state acquire/write/release loop carves nothing and takes no
   if (!asan && !tsan) CHECK(ns < 1000);  // a syscall per iteration would cost more than this
 }
 
+// A burst: n default-class stacks taken, every byte written, all given back at t=0.
+void release_dirty_burst(stack_pool& pool, stack_allocator& allocator, int n) {
+  std::vector<stack_slot*> held;
+  for (int i = 0; i < n; ++i) {
+    held.push_back(pool.acquire(allocator.default_class(), nullptr));
+    std::memset(held.back()->lo, 1, held.back()->size());
+  }
+  for (stack_slot* s : held) pool.release(s, 0);
+}
+
 TEST_CASE("a lone pool keeps max(min_bound, recent peak) free stacks and hands the rest to the surplus", "[stack]") {
   stack_allocator allocator(test_options());
   stack_pool_options po;
@@ -286,12 +296,7 @@ TEST_CASE("maintain gives the pages of surplus stacks back, keeping their guards
   stack_pool_options po;
   po.min_bound = 4;
   stack_pool pool(allocator, po);
-  std::vector<stack_slot*> held;
-  for (int i = 0; i < 512; ++i) {
-    held.push_back(pool.acquire(allocator.default_class(), nullptr));
-    std::memset(held.back()->lo, 1, held.back()->size());
-  }
-  for (stack_slot* s : held) pool.release(s, 0);
+  release_dirty_burst(pool, allocator, 512);
   const size_t before = resident_bytes();
   const size_t trimmed = pool.maintain(30'000);
   const size_t after = resident_bytes();
@@ -311,12 +316,7 @@ TEST_CASE("once no stack moved anywhere for quiet_ms, maintain gives every free 
   stack_pool_options po;
   po.min_bound = 4;
   stack_pool pool(allocator, po);
-  std::vector<stack_slot*> held;
-  for (int i = 0; i < 512; ++i) {
-    held.push_back(pool.acquire(allocator.default_class(), nullptr));
-    std::memset(held.back()->lo, 1, held.back()->size());
-  }
-  for (stack_slot* s : held) pool.release(s, 0);
+  release_dirty_burst(pool, allocator, 512);
   CHECK(pool.maintain(100) == 0);  // the burst just ended: its stacks may be wanted again
   CHECK(!pool.quiet());
   CHECK(pool.next_trim_ms() == 1'100);  // not the 10 s window: the quiet second
