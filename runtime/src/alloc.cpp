@@ -4,6 +4,7 @@
 #include <herd/runtime/alloc.hpp>
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -61,6 +62,11 @@ void deallocate(void* p) noexcept { table().do_free(p); }
 
 void collect() noexcept {
   if (auto f = table().collect) f(false);
+  // What herd and its users allocate with plain new (std::function, strings,
+  // vectors) lives in glibc's arenas, which keep freed pages until trimmed.
+  // Once per quiet period (see worker::park), so its walk of the arenas is
+  // never on a busy path.
+  ::malloc_trim(0);
 }
 
 const char* backend() noexcept { return table().name; }

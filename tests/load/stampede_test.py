@@ -12,7 +12,10 @@ Passes when:
   - the acceptors are all back (new pids) and a new connection is echoed;
   - once connbench is gone the actor count is back to its baseline, and RSS
     less LazyFree is within 10% of what the same node held after a clean
-    run of the same load (the pools' bound).
+    run of the same load (the pools' bound), plus 2 MiB: what mimalloc's
+    segment caches and glibc's arenas happen to keep varies by 0.5-1.5 MB
+    from run to run at this size. A leak of even 1 KB per killed connection
+    (some 2,600 of them) would exceed it.
 A supervisor kill stays under the listener's restart intensity (10 in 10 s),
 as an operator's would: this is about surviving kills, not about escalation.
 Prints one STAMPEDE line with the figures. Bounded in time; every process it
@@ -32,6 +35,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
 from herdlib import rss_less_lazyfree_kb  # noqa: E402
+
+
+ALLOCATOR_SLACK_KB = 2048
 
 
 def fail(msg):
@@ -214,7 +220,7 @@ def main():
         actors_after, rss_after = settle(obs, srv.pid, baseline)
         if actors_after != baseline:
             fail(f"{actors_after} actors after the stampede, {baseline} before")
-        if rss_after > 1.10 * rss_clean:
+        if rss_after > 1.10 * rss_clean + ALLOCATOR_SLACK_KB:
             print(biggest_mappings(srv.pid), flush=True)
             fail(f"RSS less LazyFree {rss_after} kB after the stampede, {rss_clean} kB after a clean run")
         print(f"STAMPEDE connections={a.connections} seconds={a.seconds} rt_per_s={r['rt_per_s']} "

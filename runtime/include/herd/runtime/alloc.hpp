@@ -13,8 +13,9 @@ namespace herd::alloc {
 void* allocate(std::size_t bytes);
 // Any thread, including one other than the allocating thread.
 void deallocate(void* p) noexcept;
-// The calling thread gives its allocator's free memory back to the OS (for a
-// worker going idle after a burst). Not on a hot path.
+// Gives free memory back to the OS: the calling thread's mimalloc pages and
+// glibc's arenas (malloc_trim). For a worker going idle after a burst; not
+// on a hot path.
 void collect() noexcept;
 // "mimalloc" or "malloc": which allocator is in use (for reports).
 const char* backend() noexcept;
