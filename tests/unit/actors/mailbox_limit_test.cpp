@@ -138,7 +138,11 @@ TEST_CASE("a producer outpacing its consumer under a supervisor-style restart lo
   CHECK(consumers > 10);
   WARN("2,000,000 sends to slow consumers limited to 10,000 messages: " << consumers
        << " consumers, peak RSS growth " << peak_growth_kb << " KiB");
-  CHECK(peak_growth_kb < 64 * 1024);  // unbounded, it would be ~2,000,000 x ~64 B = 122 MiB
+  // Unbounded, it would be ~2,000,000 x ~44 B = 84 MiB. Not under ASan: its
+  // quarantine keeps freed messages out of reuse, so RSS grows regardless.
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(peak_growth_kb < 64 * 1024);
+#endif
 }
 
 TEST_CASE("without a limit a mailbox grows; what a queued message costs", "[mailbox_limit]") {
