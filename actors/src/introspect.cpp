@@ -96,12 +96,7 @@ running_set running_now() {
   return s;
 }
 
-uint64_t mailbox_len(const process* p) noexcept {
-  // dequeued first: both only grow, so enqueued read afterwards is >= it.
-  uint64_t out = p->mbox.dequeued.load(std::memory_order_relaxed);
-  uint64_t in = p->mbox.enqueued.load(std::memory_order_relaxed);
-  return in > out ? in - out : 0;
-}
+uint64_t mailbox_len(const process* p) noexcept { return p->mbox.length(); }
 
 uint64_t touched_stack(const process* p) noexcept {
   uintptr_t top = p->stack_top.load(std::memory_order_relaxed);

@@ -39,10 +39,13 @@ class mailbox {
   bool limit_kill = false, limit_log = false;
   std::atomic<bool> limit_hit{false};
 
+  // Any thread; approximate. A sender counts its push after the CAS that
+  // published it, so the owner may already have counted it taken: 0 then,
+  // never a wrapped-around huge length (which would trip a limit).
   uint64_t length() const noexcept {
-    // dequeued first: both only grow, so enqueued read afterwards is >= it.
     const uint64_t out = dequeued.load(std::memory_order_relaxed);
-    return enqueued.load(std::memory_order_relaxed) - out;
+    const uint64_t in = enqueued.load(std::memory_order_relaxed);
+    return in > out ? in - out : 0;
   }
   // Owner, after taking messages out: re-arms a log-only limit.
   void rearm_limit() noexcept {

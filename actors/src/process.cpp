@@ -382,7 +382,7 @@ void sleep(std::chrono::milliseconds d) {
 std::size_t mailbox_size() noexcept {
   detail::process* p = detail::self_process();
   if (!p) return 0;
-  return p->mbox.enqueued.load(std::memory_order_relaxed) - p->mbox.dequeued.load(std::memory_order_relaxed);
+  return p->mbox.length();
 }
 
 }  // namespace herd
