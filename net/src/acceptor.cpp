@@ -13,7 +13,8 @@
 //      and then only until ready_seq moves past the value read before it.
 //      After a full batch of 64 it wakes another waiting acceptor to help.
 //   4. Hand the batch to conns_sup in one message (it spawns the processes).
-//   5. EMFILE / ENFILE (and ENOBUFS / ENOMEM): report once per episode,
+//   5. EMFILE / ENFILE (and ENOBUFS / ENOMEM): report once per episode
+//      (it ends when accept drains the backlog),
 //      back off 100 ms, retry — connections wait in the backlog meanwhile,
 //      and an acceptor never spins on an error it cannot clear.
 //      ECONNABORTED, EPROTO, EINTR and the network errors accept(2) lists as
@@ -116,7 +117,6 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     if (n < k) l.unreserve(k - n);
     if (n) {
       l.accepts.fetch_add(n, std::memory_order_relaxed);
-      l.emfile_reported.store(false, std::memory_order_relaxed);
       uint64_t cs = l.conns_sup.load(std::memory_order_acquire);
       // The batch's destructor closes the sockets if conns_sup is gone.
       herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, std::move(got));
@@ -138,6 +138,10 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
       continue;
     }
     if (drained) {
+      // The episode ends when the backlog is caught up, not at the first
+      // accept a freed descriptor allows: near the limit that would log at
+      // every close.
+      l.emfile_reported.store(false, std::memory_order_relaxed);
       wait_until(l, wait_reason::ready, [&] {
         return l.ready_seq.load(std::memory_order_seq_cst) != seq || l.suspended.load(std::memory_order_seq_cst);
       });

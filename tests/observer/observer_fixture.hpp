@@ -58,8 +58,13 @@ inline std::string private_dir() {
 // A client of the observer socket: blocking I/O with timeouts.
 class client {
  public:
-  explicit client(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  explicit client(const std::string& path) : client() { connect_to(path); }
+  // A socket to connect later: made while descriptors are free, connected
+  // when the process has none left (connect needs no new one).
+  client() : fd_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  }
+  void connect_to(const std::string& path) {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);

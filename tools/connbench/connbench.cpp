@@ -324,6 +324,8 @@ int main(int argc, char** argv) {
         cfg.connections, cfg.payload, rt / window, p.p50_us, p.p99_us, p.p999_us, p.max_us);
     add(" connected=%llu failed=%llu disconnects=%llu mismatches=%llu connect_ramp_s=%.3f", ull(at_ramp.ready),
         ull(fin.failed), ull(fin.disconnects), ull(fin.mismatches), ramp_s);
+    // Every round trip's reply is compared byte for byte, warm-up included.
+    add(" bytes_checked=%llu", ull(fin.rt * static_cast<uint64_t>(cfg.payload)));
     if (cfg.server_pid && a.server_ok && b.server_ok) {
       const double cpu = b.server_cpu - a.server_cpu;
       add(" rss_kb=%ld server_cpu_s=%.2f cpu_us_per_rt=%.3f", rss_end, cpu, rt > 0 ? cpu * 1e6 / rt : 0.0);

@@ -22,6 +22,7 @@ json listeners_view() {
                  {"acceptors", l.acceptors},
                  {"accepts", l.accepts},
                  {"refusals", l.refusals},
+                 {"emfile_backoffs", l.emfile_backoffs},
                  {"suspended", l.suspended},
                  {"draining", l.draining},
                  {"supervisor", pid_json(l.supervisor)}});

@@ -157,6 +157,9 @@ std::string prometheus_text(const sampler& s) {
   per_listener("herd_listener_accepts_total", "counter", "Connections accepted.", [](auto& l) { return l.accepts; });
   per_listener("herd_listener_refusals_total", "counter", "Connections closed at once (could not be taken).",
                [](auto& l) { return l.refusals; });
+  per_listener("herd_listener_emfile_backoffs_total", "counter",
+               "100 ms accept pauses taken because the node was out of file descriptors.",
+               [](auto& l) { return l.emfile_backoffs; });
   return out;
 }
 

@@ -17,6 +17,14 @@
 //    blocking; a client with more than 4 MiB waiting is closed (client.hpp).
 //    Input is framed by lines of at most 64 KiB; a longer one gets
 //    `too_long` and is discarded up to its newline (client.cpp).
+//  * Out of descriptors (EMFILE/ENFILE): when the node is out of fds is
+//    when an operator most needs to look at it. The thread holds one spare
+//    descriptor (/dev/null) and gives it up to accept a client; it takes it
+//    back from the next client it lets go (kept shut: between a close and
+//    an open, a listener's acceptor could take the slot), or by opening
+//    /dev/null again once a descriptor is free. With the spare gone, accepting
+//    pauses for 100 ms at a time (the client waits in the backlog) instead
+//    of spinning on a socket poll keeps reporting readable.
 //  * Peers: SO_PEERCRED at accept — the node's uid or root, else one
 //    `refused` line and close (unix_socket.cpp). The socket is mode 0600 in
 //    a directory only the node's user can enter.
@@ -45,6 +53,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fcntl.h>
+
 #include <cerrno>
 #include <chrono>
 #include <stdexcept>
@@ -66,10 +76,15 @@ uint64_t steady_ms() {
                       .count());
 }
 
-void say_and_close(int fd, const std::string& line) {
+constexpr uint64_t out_of_fds_pause_ms = 100;
+
+bool out_of_descriptors(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
+
+int open_spare() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+void say(int fd, const std::string& line) {
   // Best effort: a fresh socket's buffer takes one short line.
   [[maybe_unused]] ssize_t n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  ::close(fd);
 }
 
 json event_json(const introspect::trace_event& e) {
@@ -87,7 +102,7 @@ json event_json(const introspect::trace_event& e) {
 
 server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_port)
     : unix_fd_(unix_fd), metrics_fd_(metrics_fd), wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      path_(std::move(path)), metrics_port_(metrics_port) {
+      spare_fd_(open_spare()), path_(std::move(path)), metrics_port_(metrics_port) {
   if (wake_fd_ < 0) throw std::runtime_error("observer: eventfd failed");
   env_.samples = &samples_;
   env_.start_trace = [this](const trace_request& r) -> std::optional<request_failure> {
@@ -112,6 +127,7 @@ server::~server() {
   ::close(unix_fd_);
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
   ::close(wake_fd_);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   ::unlink(path_.c_str());
 }
 
@@ -124,16 +140,27 @@ client* server::find(uint64_t key) {
 void server::accept_clients() {
   for (;;) {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or an error the next poll will show again
+    if (fd < 0) {
+      if (!out_of_descriptors(errno)) return;  // EAGAIN, or an error the next poll shows again
+      if (spare_fd_ >= 0) {  // its slot goes to this client
+        ::close(spare_fd_);
+        spare_fd_ = -1;
+        continue;
+      }
+      accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
+      return;
+    }
     long uid = peer_uid(fd);
     if (!peer_allowed(uid)) {
-      say_and_close(fd, error_line(nullptr, "refused",
+      say(fd, error_line(nullptr, "refused",
                                    "uid " + std::to_string(uid) + " may not observe this node (only its own user "
                                    "and root may)"));
+      release(fd);
       continue;
     }
     if (clients_.size() >= max_clients) {
-      say_and_close(fd, error_line(nullptr, "busy", "the node serves at most 16 observer clients at a time"));
+      say(fd, error_line(nullptr, "busy", "the node serves at most 16 observer clients at a time"));
+      release(fd);
       continue;
     }
     client c;
@@ -176,9 +203,13 @@ void server::serve(client& c) {
 void server::accept_http() {
   for (;;) {
     int fd = ::accept4(metrics_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      // The spare is the observer clients' alone: scrapes wait for free fds.
+      if (out_of_descriptors(errno)) accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
+      return;
+    }
     if (http_.size() >= max_http_clients) {
-      ::close(fd);
+      release(fd);
       continue;
     }
     http_.push_back(http_client{fd, {}, {}, 0, false, false});
@@ -251,17 +282,28 @@ int server::next_trace_deadline_ms() const {
   return next <= now ? 0 : int(std::min<uint64_t>(next - now, 60000));
 }
 
+void server::release(int fd) {
+  if (spare_fd_ >= 0) {
+    ::close(fd);
+    return;
+  }
+  // The spare is in use and the node may be out of fds: an acceptor could
+  // take the slot between a close and a reopen. Keep this one instead, shut.
+  ::shutdown(fd, SHUT_RDWR);
+  spare_fd_ = fd;
+}
+
 void server::drop_dead() {
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->dead) {
-      ::close(it->fd);
+      release(it->fd);
       it = clients_.erase(it);
     } else {
       ++it;
     }
   }
-  std::erase_if(http_, [](const http_client& h) {
-    if (h.dead) ::close(h.fd);
+  std::erase_if(http_, [this](const http_client& h) {
+    if (h.dead) release(h.fd);
     return h.dead;
   });
 }
@@ -272,6 +314,10 @@ void server::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     int timeout = samples_.tick();
     if (int t = next_trace_deadline_ms(); t >= 0) timeout = std::min(timeout, t);
+    if (spare_fd_ < 0) spare_fd_ = open_spare();  // fails again while the node is out of fds
+    const uint64_t now = steady_ms();
+    const bool accepting = now >= accept_paused_until_;
+    if (!accepting) timeout = std::min(timeout, int(accept_paused_until_ - now));
     fds.clear();
     keys.clear();
     auto add = [&](int fd, short ev, uint64_t key) {
@@ -279,8 +325,8 @@ void server::run() {
       keys.push_back(key);
     };
     add(wake_fd_, POLLIN, 0);
-    add(unix_fd_, POLLIN, 0);
-    if (metrics_fd_ >= 0) add(metrics_fd_, POLLIN, 0);
+    add(accepting ? unix_fd_ : -1, POLLIN, 0);  // poll skips a negative fd
+    if (metrics_fd_ >= 0) add(accepting ? metrics_fd_ : -1, POLLIN, 0);
     const std::size_t first_client = fds.size();
     for (auto& c : clients_) add(c.fd, short(POLLIN | (c.wants_write() ? POLLOUT : 0)), c.key);
     const std::size_t first_http = fds.size();

@@ -52,8 +52,10 @@ class server {
   int next_trace_deadline_ms() const;
   client* find(uint64_t key);
   void drop_dead();
+  void release(int fd);  // closes a client's fd, or keeps it (shut) as the spare
 
   int unix_fd_, metrics_fd_, wake_fd_;
+  int spare_fd_;  // given up to accept a client when the node is out of fds (-1: in use)
   std::string path_;
   uint16_t metrics_port_;
   std::atomic<bool> stop_{false};
@@ -69,6 +71,7 @@ class server {
   std::vector<http_client> http_;
   std::list<trace_stream> traces_;
   uint64_t next_key_ = 1;
+  uint64_t accept_paused_until_ = 0;  // steady ms; out of fds and no spare
   client* current_ = nullptr;  // the client whose request is being answered
 };
 
