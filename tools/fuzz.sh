@@ -3,6 +3,8 @@
 # every herd source gets -fsanitize=fuzzer-no-link for coverage) in their own
 # build directory and runs each for a bounded time: the observer's request
 # path, the chat server's line protocol, the example servers' options.
+# Targets run side by side, up to JOBS at a time (each is one process on one
+# core), so the stage takes about SECONDS x ceil(3 / JOBS).
 # Usage: tools/fuzz.sh [SECONDS_EACH=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,11 +17,32 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
 cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
-run() {  # target corpus
+run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "$dir/tests/fuzz/$1" -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 -print_final_stats=1 "$2"
+    "$dir/tests/fuzz/$1" -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 -print_final_stats=1 "$2" \
+    >"$dir/$1.log" 2>&1 &
+  pids+=($!)
+  names+=("$1")
+  if (( ${#pids[@]} >= jobs )); then collect; fi
 }
+failed=0
+collect() {  # waits for the running targets; prints each one's stats (its whole log if it failed)
+  for k in "${!pids[@]}"; do
+    if wait "${pids[$k]}"; then
+      echo "fuzz: ${names[$k]}: no finding"
+      grep -E '^(stat::|Done )' "$dir/${names[$k]}.log" || true
+    else
+      echo "fuzz: ${names[$k]}: FAILED"
+      cat "$dir/${names[$k]}.log"
+      failed=1
+    fi
+  done
+  pids=()
+  names=()
+}
+pids=()
+names=()
 corpus="$dir/observer_fuzz_corpus"
 mkdir -p "$corpus"
 # Seeds: one request of each kind, and some framing edge cases.
@@ -50,3 +73,5 @@ for s in $'--port\x000' $'--port\x005555\x00--workers\x002\x00--max-connections\
   printf '%s' "$s" > "$corpus/seed$((i++))"
 done
 run server_options_fuzz "$corpus"
+collect
+exit $failed
