@@ -89,6 +89,7 @@ def main():
         port = int(line.strip().rsplit(":", 1)[1])
         srv.stdout.readline()
         base_actors = ask(sock, "overview")[0]["actors"]
+        rss_before = rss_kb(srv.pid)
 
         alone = honest_result(honest_start(connbench, port, srv.pid, 5), 5)
 
@@ -169,7 +170,9 @@ def main():
             time.sleep(0.2)
         print(f"HOSTILE honest={HONEST} p99_alone_us={alone['p99_us']} p99_attacked_us={attacked['p99_us']} "
               f"rt_per_s_alone={alone['rt_per_s']} rt_per_s_attacked={attacked['rt_per_s']} "
-              f"flood_connects={samples['flood']} peak_rss_kb={peak_rss} observer_worst_ms={worst_obs:.1f} "
+              f"bytes_checked={int(alone.get('bytes_checked', 0)) + int(attacked.get('bytes_checked', 0))} "
+              f"flood_connects={samples['flood']} rss_before_kb={rss_before} peak_rss_kb={peak_rss} "
+              f"rss_after_kb={rss_kb(srv.pid)} observer_worst_ms={worst_obs:.1f} "
               f"actors_before={base_actors} actors_after={ov['actors']} connections_after={conns}", flush=True)
         for name, r in (("alone", alone), ("attacked", attacked)):
             if r["failed"] != "0" or r["mismatches"] != "0" or r["disconnects"] != "0":

@@ -167,6 +167,7 @@ def main():
             time.sleep(0.2)
         killed_conns = killed_acceptors = killed_sups = 0
         worst_ms = 0.0
+        peak_rss = 0
         conns, last_list = [], 0.0
         last_acceptor_kill = last_sup_kill = 0.0
         stop_at = time.monotonic() + a.seconds - 3  # leave connbench's last seconds quiet
@@ -179,6 +180,7 @@ def main():
                 worst_ms = max(worst_ms, obs.last_ms)
                 conns = [p["pid"] for p in procs if p["pid"] not in tree and p["pid"] != "<0.0>" and not p["name"]]
                 last_list = now
+                peak_rss = max(peak_rss, rss_less_lazyfree_kb(srv.pid))
             if sup and now - last_sup_kill > 5:
                 victim, kind = sup, "sup"
                 last_sup_kill = now
@@ -226,8 +228,9 @@ def main():
         print(f"STAMPEDE connections={a.connections} seconds={a.seconds} rt_per_s={r['rt_per_s']} "
               f"killed_connections={killed_conns} killed_acceptors={killed_acceptors} "
               f"killed_acceptor_sups={killed_sups} disconnects={r['disconnects']} mismatches=0 "
+              f"bytes_checked={r.get('bytes_checked')} "
               f"actors_before={baseline} actors_after={actors_after} rss_start_kb={rss_start} "
-              f"rss_clean_kb={rss_clean} rss_peak_kb={r.get('rss_kb')} rss_after_kb={rss_after} "
+              f"rss_clean_kb={rss_clean} rss_peak_kb={peak_rss} rss_after_kb={rss_after} "
               f"observer_worst_ms={worst_ms:.1f}", flush=True)
         srv.send_signal(signal.SIGTERM)
         if srv.wait(timeout=20) != 0:
