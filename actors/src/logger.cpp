@@ -1,6 +1,6 @@
 // The logger (see <herd/actors/logger.hpp>).
 //
-// The ring: Vyukov's bounded multi-producer queue over 1,024 fixed slots in
+// The ring: Vyukov's bounded multi-producer queue over 4,096 fixed slots in
 // static storage (zero pages until first touched: no allocation, ever).
 // Each slot has a sequence word; slot i's effective sequence is its stored
 // value + i, so the all-zero start state is the queue's initial state
@@ -8,9 +8,22 @@
 //   producer at position pos: slot seq == pos       -> CAS head pos -> pos+1, fill,
 //                                                       publish seq = pos+1
 //                             slot seq <  pos       -> full: drop, count
-//   consumer at position tail: slot seq == tail+1   -> read, free: seq = tail+1024
+//   consumer at position tail: slot seq == tail+1   -> read; free: seq = tail+4096
 // Only the logger thread consumes. A producer stalled between its CAS and its
 // publish holds up only the consumer, which picks the rest up next time.
+//
+// Giving the ring's pages back: a storm touches all 2 MiB of it, and a node
+// that logs a report now and then touches a new page every 8 reports — its
+// RSS would creep up for hours until the ring is all resident. So the
+// consumer frees slots a whole page at a time (a run of up to 8 pages at
+// once): it reads every slot of the run, gives the run's text pages back
+// (MADV_DONTNEED), and only then frees the slots. No producer can hold a slot
+// of a page being given back — each slot's next position is ahead of every
+// producer until it is freed — so nothing written is ever zeroed. The
+// sequence words live in an array of their own (32 KiB, always resident):
+// zeroing a freed slot's word would corrupt the queue. Up to 7 read slots
+// wait for the rest of their page (capacity 4,089 at worst); a producer
+// faults a zero page in once per 8 reports of a storm.
 //
 // Waking (the only syscall a producer may make, once per idle period):
 //   producer: publish (seq_cst store), then load `sleeping` (seq_cst); if it
@@ -35,6 +48,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,14 +69,17 @@ constexpr uint64_t slot_mask = slot_count - 1;
 constexpr std::size_t slot_bytes = 512;
 
 struct alignas(64) slot {
-  std::atomic<uint64_t> seq{0};  // effective sequence - slot index
-  uint64_t wall_ms = 0;          // written by the producer before publishing
+  uint64_t wall_ms = 0;  // written by the producer before publishing
   uint32_t len = 0;
-  char text[slot_bytes - 20] = {};
+  char text[slot_bytes - 12] = {};
 };
 static_assert(sizeof(slot) == slot_bytes);
+constexpr std::size_t ring_page = 4096;
+constexpr uint64_t slots_per_page = ring_page / slot_bytes;
+constexpr uint64_t release_run = 8 * slots_per_page;  // slots freed (and pages given back) at once
 
-slot g_ring[slot_count];  // constant-initialized: .bss
+alignas(ring_page) slot g_ring[slot_count];        // constant-initialized: .bss
+std::atomic<uint64_t> g_seq[slot_count] = {};     // per slot: effective sequence - slot index
 
 alignas(64) std::atomic<uint64_t> g_head{0};     // producers' next position
 alignas(64) std::atomic<uint64_t> g_tail{0};     // consumer's next position (written by the thread only)
@@ -130,7 +147,7 @@ class flusher {
   bool next_ready() const {
     uint64_t t = g_tail.load(std::memory_order_relaxed);
     // seq_cst: the Dekker pair with a producer's publish (see the top).
-    return g_ring[t & slot_mask].seq.load(std::memory_order_seq_cst) + (t & slot_mask) == t + 1;
+    return g_seq[t & slot_mask].load(std::memory_order_seq_cst) + (t & slot_mask) == t + 1;
   }
 
   void wait_for_first_report() {
@@ -186,15 +203,15 @@ class flusher {
     uint64_t t = g_tail.load(std::memory_order_relaxed);
     bool any = false;
     for (;;) {
-      slot& s = g_ring[t & slot_mask];
+      const uint64_t i = t & slot_mask;
       // acquire: pairs with the producer's publish; the text is complete.
-      if (s.seq.load(std::memory_order_acquire) + (t & slot_mask) != t + 1) break;
-      put_line(s.wall_ms, s.text, s.len);
-      // release: the producer that reuses the slot sees our reads done.
-      s.seq.store(t + slot_count - (t & slot_mask), std::memory_order_release);
+      if (g_seq[i].load(std::memory_order_acquire) + i != t + 1) break;
+      put_line(g_ring[i].wall_ms, g_ring[i].text, g_ring[i].len);
       ++t;
       any = true;
+      if (t - freed_ >= release_run) release(t);
     }
+    release(t & ~(slots_per_page - 1));
     uint64_t d = g_dropped.load(std::memory_order_relaxed);
     if (d != dropped_seen_) {
       char line[96];
@@ -210,7 +227,28 @@ class flusher {
     if (any) g_batches.store(g_batches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
+  // Gives back the text pages of the read slots [freed_, upto) — whole pages:
+  // both ends are multiples of slots_per_page — then frees the slots.
+  void release(uint64_t upto) {
+    if (upto <= freed_) return;
+    const uint64_t a = freed_ & slot_mask, n = upto - freed_;
+    auto give_back = [](uint64_t first, uint64_t count) {
+      ::madvise(&g_ring[first], count * slot_bytes, MADV_DONTNEED);
+    };
+    if (a + n <= slot_count) {
+      give_back(a, n);
+    } else {  // the run wraps around the ring's end
+      give_back(a, slot_count - a);
+      give_back(0, a + n - slot_count);
+    }
+    for (uint64_t p = freed_; p < upto; ++p)
+      // release: the producer that reuses the slot sees our reads done.
+      g_seq[p & slot_mask].store(p + slot_count - (p & slot_mask), std::memory_order_release);
+    freed_ = upto;
+  }
+
   std::unique_ptr<char[]> buf_;
+  uint64_t freed_ = 0;  // positions below are free again; [freed_, g_tail) read, held for their page
   std::size_t used_ = 0;
   int fd_ = 2;
   bool sink_on_ = true;
@@ -270,7 +308,7 @@ void log_report(std::string_view text) noexcept {
   for (;;) {
     s = &g_ring[pos & slot_mask];
     // acquire: pairs with the thread's release when it freed the slot.
-    uint64_t seq = s->seq.load(std::memory_order_acquire) + (pos & slot_mask);
+    uint64_t seq = g_seq[pos & slot_mask].load(std::memory_order_acquire) + (pos & slot_mask);
     auto dif = static_cast<int64_t>(seq - pos);
     if (dif == 0) {
       if (g_head.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
@@ -293,7 +331,7 @@ void log_report(std::string_view text) noexcept {
   s->wall_ms = wall_ms();
   // seq_cst: publishes the text (release) and is the first half of the
   // Dekker pair with the thread's `sleeping` store (see the top).
-  s->seq.store(pos + 1 - (pos & slot_mask), std::memory_order_seq_cst);
+  g_seq[pos & slot_mask].store(pos + 1 - (pos & slot_mask), std::memory_order_seq_cst);
   if (g_sleeping.load(std::memory_order_seq_cst) == 1 && g_sleeping.exchange(0, std::memory_order_seq_cst) == 1) {
     g_wakeups.fetch_add(1, std::memory_order_relaxed);
     futex_wake(&g_sleeping);
@@ -335,6 +373,9 @@ logger_stats log_stats() noexcept {
   s.dropped = g_dropped.load(std::memory_order_relaxed);
   s.batches = g_batches.load(std::memory_order_relaxed);
   s.wakeups = g_wakeups.load(std::memory_order_relaxed);
+  unsigned char vec[sizeof g_ring / ring_page];
+  if (::mincore(static_cast<void*>(g_ring), sizeof g_ring, vec) == 0)
+    for (unsigned char v : vec) s.ring_resident_bytes += (v & 1) ? ring_page : 0;
   return s;
 }
 

@@ -46,6 +46,7 @@ struct logger_stats {
   uint64_t dropped = 0;    // lost because the ring was full
   uint64_t batches = 0;    // flushes (each one write(2) per 64 KiB of text)
   uint64_t wakeups = 0;    // times a report woke the sleeping logger thread
+  uint64_t ring_resident_bytes = 0;  // of the ring's 2 MiB: pages read but not yet given back (mincore)
 };
 // Any thread.
 logger_stats log_stats() noexcept;
