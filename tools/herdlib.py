@@ -1,9 +1,11 @@
 """What herd's Python load tests and benchmark scripts share: one observer
-request, a server's resident memory, and stopping what they started by PID.
+request, a server's resident memory, a watcher sampling both, and stopping
+what they started by PID.
 
-    sys.path.insert(0, "<repo>/tools"); from herdlib import ask, rss_less_lazyfree_kb, stop
+    sys.path.insert(0, "<repo>/tools"); from herdlib import ask, rss_less_lazyfree_kb, stop, watcher
 """
 import json
+import multiprocessing
 import re
 import signal
 import socket
@@ -22,8 +24,9 @@ def ask(path, req, timeout=10, **fields):
         t0 = time.monotonic()
         f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
         f.flush()
-        reply = json.loads(f.readline())
-        return reply, (time.monotonic() - t0) * 1000
+        line = f.readline()
+        ms = (time.monotonic() - t0) * 1000  # the node's answer, not Python's parsing of it
+        return json.loads(line), ms
     finally:
         s.close()
 
@@ -50,3 +53,37 @@ def stop(*procs, timeout=15):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+class watcher:
+    """Asks a node's observer for `overview` every `period` s and samples its
+    RSS, from a process of its own: in the test's process the timings would
+    include waits for Python's GIL while the test's own threads make load.
+    stop() returns [(seconds since start, ms to answer or inf, rss_kb), ...]."""
+
+    def __init__(self, sock, pid, period=0.2):
+        ctx = multiprocessing.get_context("fork")  # before the caller starts threads
+        self._stop = ctx.Event()
+        self._rx, tx = ctx.Pipe(False)
+        self._p = ctx.Process(target=self._run, args=(sock, pid, period, tx), daemon=True)
+        self._p.start()
+
+    def _run(self, sock, pid, period, tx):
+        t0 = time.monotonic()
+        out = []
+        while not self._stop.is_set():
+            try:
+                _, ms = ask(sock, "overview", timeout=5)
+            except (OSError, ValueError):
+                ms = float("inf")  # no answer within 5 s
+            out.append((time.monotonic() - t0, ms, rss_less_lazyfree_kb(pid)))
+            time.sleep(period)
+        tx.send(out)
+
+    def stop(self):
+        self._stop.set()
+        out = self._rx.recv() if self._rx.poll(30) else []
+        self._p.join(10)
+        if self._p.is_alive():
+            self._p.kill()
+        return out

@@ -27,7 +27,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
@@ -104,7 +103,7 @@ def main():
                             "--max-connections", "100000", "--observer", sock],
                            stdout=subprocess.PIPE, stderr=err, text=True, preexec_fn=low_limit)
     hogs = []
-    bench = None
+    bench = watch = None
     try:
         line = srv.stdout.readline()
         if not line.startswith("listening on"):
@@ -114,21 +113,7 @@ def main():
         base_actors = ask(sock, "overview")[0]["actors"]
         rss_before = herdlib.rss_less_lazyfree_kb(srv.pid)
 
-        stop = threading.Event()
-        samples = {"obs_ms": [], "rss": []}
-
-        def watch():
-            while not stop.is_set():
-                try:
-                    _, ms = ask(sock, "overview")
-                except (OSError, ValueError, KeyError):
-                    ms = float("inf")  # no answer within 5 s counts as a miss
-                samples["obs_ms"].append(ms)
-                samples["rss"].append(herdlib.rss_less_lazyfree_kb(srv.pid))
-                time.sleep(0.2)
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+        watch = herdlib.watcher(sock, srv.pid)
         bench = subprocess.Popen([connbench, "--host", "127.0.0.1", "--port", str(port), "--connections", str(HONEST),
                                   "--payload", "64", "--rate", "8000", "--warmup", "1",
                                   "--duration", str(HONEST_SECONDS), "--server-pid", str(srv.pid)],
@@ -177,8 +162,10 @@ def main():
             if actors == base_actors and conns == 0:
                 break
             time.sleep(0.2)
-        stop.set()
-        watcher.join(30)
+        samples = watch.stop()
+        watch = None
+        obs_worst = max(ms for _, ms, _ in samples)
+        rss_peak = max(kb for _, _, kb in samples)
         rss_after = herdlib.rss_less_lazyfree_kb(srv.pid)
         err.seek(0)
         log = err.read()
@@ -188,9 +175,9 @@ def main():
               f"honest_p99_us={honest['p99_us']} honest_bytes_checked={honest.get('bytes_checked')} "
               f"hogs={HOGS} connections_out_of_fds={conns_exhausted} emfile_backoffs={backoffs} "
               f"emfile_reports={reports} waiting_hogs_echoed={echoed}/{len(rest)} accepts={accepts_after} "
-              f"fresh_echo_ms={fresh_ms:.1f} observer_worst_ms={max(samples['obs_ms']):.1f} "
-              f"observer_asks={len(samples['obs_ms'])} rss_before_kb={rss_before} "
-              f"rss_peak_kb={max(samples['rss'])} rss_after_kb={rss_after} actors_before={base_actors} "
+              f"fresh_echo_ms={fresh_ms:.1f} observer_worst_ms={obs_worst:.1f} "
+              f"observer_asks={len(samples)} rss_before_kb={rss_before} "
+              f"rss_peak_kb={rss_peak} rss_after_kb={rss_after} actors_before={base_actors} "
               f"actors_after={actors} connections_after={conns}", flush=True)
         if not warned:
             fail("the server did not warn at start-up that its descriptor limit is below --max-connections")
@@ -202,10 +189,10 @@ def main():
             fail(f"{reports} EMFILE reports in the log (want at least one, and one per episode)")
         if fresh_reply != b"after\n" or fresh_ms > 1000:
             fail(f"a new connection after the recovery got {fresh_reply!r} in {fresh_ms:.0f} ms")
-        if max(samples["obs_ms"]) > 100:
-            fail(f"the observer took {max(samples['obs_ms']):.1f} ms to answer overview")
-        if max(samples["rss"]) > RSS_BOUND_KB:
-            fail(f"the server's RSS reached {max(samples['rss'])} kB (bound {RSS_BOUND_KB} kB)")
+        if obs_worst > 100:
+            fail(f"the observer took {obs_worst:.1f} ms to answer overview")
+        if rss_peak > RSS_BOUND_KB:
+            fail(f"the server's RSS reached {rss_peak} kB (bound {RSS_BOUND_KB} kB)")
         if actors != base_actors or conns != 0:
             fail(f"afterwards: {actors} actors (was {base_actors}), {conns} connections")
         srv.terminate()
@@ -215,6 +202,8 @@ def main():
     finally:
         for s in hogs:
             s.close()
+        if watch:
+            watch.stop()
         herdlib.stop(bench, srv)
         err.close()
         for f in (sock, err_path):

@@ -11,10 +11,10 @@
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/runtime.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 
 #ifndef HERD_VERSION
 #define HERD_VERSION "unknown"
@@ -24,9 +24,16 @@ namespace herd::observer {
 namespace {
 
 uint64_t rss_bytes() {
-  std::ifstream f("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  if (!(f >> size >> resident)) return 0;
+  // Opened once and re-read: a node out of descriptors could not open it,
+  // and that is when its memory matters.
+  static int fd = -1;  // the observer's thread alone
+  if (fd < 0) fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  char buf[128];
+  ssize_t n = fd >= 0 ? ::pread(fd, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  unsigned long long size = 0, resident = 0;
+  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) return 0;
   return resident * uint64_t(sysconf(_SC_PAGESIZE));
 }
 

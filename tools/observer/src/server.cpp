@@ -47,6 +47,7 @@
 
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -138,7 +139,7 @@ client* server::find(uint64_t key) {
 }
 
 void server::accept_clients() {
-  for (;;) {
+  for (bool first = true;; first = false) {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (!out_of_descriptors(errno)) return;  // EAGAIN, or an error the next poll shows again
@@ -147,7 +148,11 @@ void server::accept_clients() {
         spare_fd_ = -1;
         continue;
       }
-      accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
+      // accept4 takes a descriptor before it looks at the queue: EMFILE
+      // does not say a client waits. Only on the first try (poll said one
+      // does) is there someone to wait for; pausing after a client was
+      // taken would keep the next one waiting 100 ms for nothing.
+      if (first) accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
       return;
     }
     long uid = peer_uid(fd);
@@ -201,11 +206,11 @@ void server::serve(client& c) {
 }
 
 void server::accept_http() {
-  for (;;) {
+  for (bool first = true;; first = false) {
     int fd = ::accept4(metrics_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       // The spare is the observer clients' alone: scrapes wait for free fds.
-      if (out_of_descriptors(errno)) accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
+      if (out_of_descriptors(errno) && first) accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
       return;
     }
     if (http_.size() >= max_http_clients) {
@@ -291,6 +296,7 @@ void server::release(int fd) {
   // take the slot between a close and a reopen. Keep this one instead, shut.
   ::shutdown(fd, SHUT_RDWR);
   spare_fd_ = fd;
+  accept_paused_until_ = 0;  // a waiting client can have it now
 }
 
 void server::drop_dead() {
@@ -309,6 +315,7 @@ void server::drop_dead() {
 }
 
 void server::run() {
+  pthread_setname_np(pthread_self(), "herd-observer");  // for top -H, gdb, perf
   std::vector<pollfd> fds;
   std::vector<uint64_t> keys;  // the client behind fds[i] (0: not a client)
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -344,6 +351,7 @@ void server::run() {
     // The http list may grow in accept_http below: index what was polled.
     for (std::size_t i = first_http; i < fds.size(); ++i)
       if (fds[i].revents) serve_http(http_[i - first_http]);
+    drop_dead();  // first: a client that just left hands its slot to the next
     if (fds[1].revents & POLLIN) accept_clients();
     if (metrics_fd_ >= 0 && (fds[2].revents & POLLIN)) accept_http();
     drop_dead();  // before the traces: a dead client's traces end as `closed`
