@@ -2,7 +2,7 @@
 request, a server's resident memory, a watcher sampling both, and stopping
 what they started by PID.
 
-    sys.path.insert(0, "<repo>/tools"); from herdlib import ask, rss_less_lazyfree_kb, stop, watcher
+    sys.path.insert(0, "<repo>/tools"); from herdlib import ask, port_of, rss_less_lazyfree_kb, stop, watcher
 """
 import json
 import multiprocessing
@@ -29,6 +29,17 @@ def ask(path, req, timeout=10, **fields):
         return json.loads(line), ms
     finally:
         s.close()
+
+
+def port_of(server):
+    """The port an example server started with --port 0 and --observer says it
+    listens on (its first line; the second, "observer on PATH", is read too).
+    Raises RuntimeError with what it printed instead."""
+    line = server.stdout.readline()
+    if not line.startswith("listening on"):
+        raise RuntimeError(f"the server did not start: {line!r}")
+    server.stdout.readline()
+    return int(line.strip().rsplit(":", 1)[1])
 
 
 def rss_less_lazyfree_kb(pid):

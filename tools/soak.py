@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -38,9 +39,7 @@ def ask(path, req, **fields):
 def start(binary, sock):
     p = subprocess.Popen([binary, "--port", "0", "--bind", "127.0.0.1", "--observer", sock],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
-    p.stdout.readline()
-    return p, port
+    return p, herdlib.port_of(p)
 
 
 def main():
@@ -134,15 +133,7 @@ def main():
                 cb.kill()
                 cb.wait()
         herdlib.stop(*(p for p, _ in servers.values()))
-        for s in socks.values():
-            try:
-                os.unlink(s)
-            except OSError:
-                pass
-        try:
-            os.rmdir(tmp)
-        except OSError:
-            pass
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

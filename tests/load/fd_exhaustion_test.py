@@ -23,6 +23,7 @@ starts is stopped by its PID.
 import os
 import resource
 import selectors
+import shutil
 import socket
 import subprocess
 import sys
@@ -105,11 +106,7 @@ def main():
     hogs = []
     bench = watch = None
     try:
-        line = srv.stdout.readline()
-        if not line.startswith("listening on"):
-            fail(f"the server did not start: {line!r}")
-        port = int(line.strip().rsplit(":", 1)[1])
-        srv.stdout.readline()
+        port = herdlib.port_of(srv)
         base_actors = ask(sock, "overview")[0]["actors"]
         rss_before = herdlib.rss_less_lazyfree_kb(srv.pid)
 
@@ -206,15 +203,7 @@ def main():
             watch.stop()
         herdlib.stop(bench, srv)
         err.close()
-        for f in (sock, err_path):
-            try:
-                os.unlink(f)
-            except OSError:
-                pass
-        try:
-            os.rmdir(tmp)
-        except OSError:
-            pass
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

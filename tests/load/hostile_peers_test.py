@@ -21,6 +21,7 @@ return to where they were. Prints one HOSTILE line with the figures. Bounded
 in time; every process it starts is stopped by its PID.
 """
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -83,11 +84,7 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     held = []
     try:
-        line = srv.stdout.readline()
-        if not line.startswith("listening on"):
-            fail(f"the server did not start: {line!r}")
-        port = int(line.strip().rsplit(":", 1)[1])
-        srv.stdout.readline()
+        port = herdlib.port_of(srv)
         base_actors = ask(sock, "overview")[0]["actors"]
         rss_before = rss_kb(srv.pid)
 
@@ -195,11 +192,7 @@ def main():
         if srv.poll() is None:
             srv.kill()
             srv.wait()
-        try:
-            os.unlink(sock)
-            os.rmdir(tmp)
-        except OSError:
-            pass
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
-from herdlib import rss_less_lazyfree_kb  # noqa: E402
+from herdlib import port_of, rss_less_lazyfree_kb  # noqa: E402
 
 
 ALLOCATOR_SLACK_KB = 2048
@@ -135,11 +136,7 @@ def main():
                             "--observer", sock], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     cb = None
     try:
-        line = srv.stdout.readline()
-        if not line.startswith("listening on"):
-            fail(f"the server did not start: {line!r}")
-        port = int(line.strip().rsplit(":", 1)[1])
-        srv.stdout.readline()  # "observer on PATH"
+        port = port_of(srv)
         obs = Observer(sock)
         baseline = obs.ask("overview")["result"]["actors"]
         rss_start = rss_less_lazyfree_kb(srv.pid)
@@ -241,11 +238,7 @@ def main():
             if p and p.poll() is None:
                 p.kill()
                 p.wait()
-        try:
-            os.unlink(sock)
-        except OSError:
-            pass
-        os.rmdir(tmp) if os.path.isdir(tmp) and not os.listdir(tmp) else None
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
