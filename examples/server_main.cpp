@@ -32,7 +32,7 @@ using namespace std::chrono_literals;
                "%s: %s\n"
                "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
                "       [--max-connections N|infinity] [--idle-hibernate-ms MS]\n"
-               "       [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
+               "       [--first-data-timeout-ms MS] [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
                prog, why.c_str(), prog);
   std::exit(2);
 }
@@ -103,6 +103,8 @@ std::optional<std::string> try_parse_server_options(int argc, char** argv, serve
       number<uint16_t>(a, std::string_view(o.metrics).substr(colon + 1), 0, 65535);
     } else if (a == "--idle-hibernate-ms") {
       o.idle_hibernate = std::chrono::milliseconds(number<long>(a, value(), 0, 86'400'000));
+    } else if (a == "--first-data-timeout-ms") {
+      o.first_data_timeout = std::chrono::milliseconds(number<long>(a, value(), 0, 86'400'000));
     } else {
       throw option_error{a == "--help" || a == "-h" ? "help" : "unknown option '" + std::string(a) + "'"};
     }

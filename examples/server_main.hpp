@@ -5,7 +5,8 @@
 //
 // Options: --port P (required; 0 picks a free port) [--bind ADDR]
 // [--workers N] [--acceptors N] [--max-connections N|infinity]
-// [--idle-hibernate-ms MS] [--observer PATH] [--metrics 127.0.0.1:PORT].
+// [--idle-hibernate-ms MS] [--first-data-timeout-ms MS] [--observer PATH]
+// [--metrics 127.0.0.1:PORT].
 // Bad options: a message and exit 2.
 #pragma once
 #include <herd/net/listener.hpp>
@@ -26,6 +27,8 @@ struct server_options {
   // The examples default to infinity; the library's default stays 1024.
   std::size_t max_connections = herd::net::infinity_connections;
   std::chrono::milliseconds idle_hibernate{1000};
+  // echo_server: a connection that has sent nothing this long is closed (0: never).
+  std::chrono::milliseconds first_data_timeout{0};
   std::string observer;  // the observer's socket path (docs/observer-protocol.md); empty: none
   std::string metrics;   // the observer's Prometheus endpoint, loopback only; needs --observer
 };

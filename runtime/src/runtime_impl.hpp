@@ -51,6 +51,11 @@ struct runtime_impl {
 // The running runtime (one per process at a time).
 runtime_impl* current_runtime() noexcept;
 
+// Returns a fiber's stack to the pool it came from: the worker's (`w`), or the
+// foreign threads' when a non-worker thread took it (w may be null there).
+// sched_api.cpp.
+void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now_ms) noexcept;
+
 }  // namespace herd::rt
 
 // The runtime is what runtime::impl names in the public header.

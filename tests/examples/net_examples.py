@@ -4,6 +4,7 @@ server and its clients must not share one open-files limit).
 
     net_examples.py echo PATH            many connections, every byte checked, SIGTERM drains, exit 0
     net_examples.py bad-options PATH     each bad option: a message and exit 2
+    net_examples.py first-data PATH      --first-data-timeout-ms closes silent clients, not slow talkers
     net_examples.py chat PATH            join/msg/leave, malformed lines, 1,000 members with one that never reads
 Everything is bounded in time and every process started is stopped by its PID.
 """
@@ -108,7 +109,8 @@ def test_echo(path):
 def test_bad_options(path):
     cases = [[], ["--port"], ["--port", "70000"], ["--port", "x"], ["--port", "0", "--workers", "0"],
              ["--port", "0", "--max-connections", "-3"], ["--port", "0", "--frobnicate"],
-             ["--port", "0", "--acceptors", "1e3"]]
+             ["--port", "0", "--acceptors", "1e3"], ["--port", "0", "--first-data-timeout-ms", "-1"],
+             ["--port", "0", "--first-data-timeout-ms"]]
     for args in cases:
         p = subprocess.run([path, *args], capture_output=True, text=True, timeout=10)
         if p.returncode != 2 or "usage:" not in p.stderr:
@@ -260,11 +262,44 @@ def test_chat(path):
     print("chat: ok")
 
 
+def test_first_data(path):
+    srv = Server(path, "--first-data-timeout-ms", "500", "--idle-hibernate-ms", "100")
+    try:
+        silent = [connect(srv.port) for _ in range(20)]
+        talker = connect(srv.port)
+        t0 = time.monotonic()
+        talker.sendall(b"hello")
+        if recv_exact(talker, 5) != b"hello":
+            fail("the talker was not echoed")
+        for s in silent:
+            s.settimeout(5)
+            try:
+                got = s.recv(1)
+            except ConnectionResetError:
+                got = b""
+            if got != b"":
+                fail("a silent client got %r instead of being closed" % got)
+        took = time.monotonic() - t0
+        if not 0.4 <= took < 3:
+            fail("silent clients closed after %.2f s (want about 0.5 s)" % took)
+        # Past the first message the timeout is over: idle (and hibernated), the talker stays.
+        time.sleep(1.0)
+        talker.sendall(b"again")
+        if recv_exact(talker, 5) != b"again":
+            fail("the talker was not echoed after an idle second")
+        if srv.stop() != 0:
+            fail("exit code after SIGTERM")
+    finally:
+        srv.kill()
+    print("first-data: ok")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
         sys.exit(2)
-    {"echo": test_echo, "bad-options": test_bad_options, "chat": test_chat}[sys.argv[1]](sys.argv[2])
+    tests = {"echo": test_echo, "bad-options": test_bad_options, "chat": test_chat, "first-data": test_first_data}
+    tests[sys.argv[1]](sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ The server runs with --max-connections 1,500 and an observer socket. First
 same honest load runs again while, at once:
   - 300 clients write 1 MiB each and never read (the server's sends park on
     full sockets),
-  - 1,000 clients connect and send nothing,
+  - 1,000 clients connect and send nothing (the server runs with
+    --first-data-timeout-ms 15000: it must close each of them itself),
   - (before those) 200 clients send a line and half-close (shutdown(SHUT_WR))
     without ever reading the answer: the server must end each of them,
   - once the attackers and the honest clients fill max_connections, a flood connects at 5,000/s
@@ -16,11 +17,13 @@ same honest load runs again while, at once:
 Passes when the honest load loses nothing (no failed connect, mismatch or
 disconnect) and its p99 stays within 3x (+2 ms) of its p99 alone; the
 server's RSS stays under 96 MiB; the observer answers every `overview`
-within 100 ms; and once the attackers leave, the connection and actor counts
-return to where they were. Prints one HOSTILE line with the figures. Bounded
+within 100 ms; the server closes every silent client between 15 and 25 s
+after it connected; and once the attackers leave, the connection and actor
+counts return to where they were. Prints one HOSTILE line with the figures. Bounded
 in time; every process it starts is stopped by its PID.
 """
 import os
+import selectors
 import shutil
 import socket
 import subprocess
@@ -35,6 +38,7 @@ import herdlib  # noqa: E402
 HONEST = 200
 MAX_CONNECTIONS = 1500  # the honest clients and the attackers who hold a socket
 RSS_BOUND_KB = 96 * 1024
+SILENT_TIMEOUT_S = 15  # longer than the attack: the silent clients hold their slots through it
 
 
 def fail(msg):
@@ -75,12 +79,37 @@ def connect(port):
     return s
 
 
+def silent_closed(socks, since, limit_s):
+    """Waits until the server has closed each socket (EOF or reset), at most
+    until `since` + limit_s: (how many it closed, seconds from `since` to the first close)."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    closed, first = 0, float("inf")
+    while sel.get_map() and time.monotonic() < since + limit_s:
+        for key, _ in sel.select(timeout=0.2):
+            try:
+                data = key.fileobj.recv(1)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if data:
+                continue  # echo of nothing: cannot happen, but is not a close
+            sel.unregister(key.fileobj)
+            closed += 1
+            first = min(first, time.monotonic() - since)
+    sel.close()
+    return closed, first
+
+
 def main():
     server, connbench = sys.argv[1:3]
     tmp = tempfile.mkdtemp(prefix="hostile_")
     sock = os.path.join(tmp, "node.sock")
     srv = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--workers", "2",
-                            "--max-connections", str(MAX_CONNECTIONS), "--observer", sock],
+                            "--max-connections", str(MAX_CONNECTIONS), "--first-data-timeout-ms",
+                            str(SILENT_TIMEOUT_S * 1000), "--observer", sock],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     held = []
     try:
@@ -136,8 +165,9 @@ def main():
             except BlockingIOError:
                 pass
             held.append(s)
-        for _ in range(1000):  # connect, send nothing
-            held.append(connect(port))
+        silent_since = time.monotonic()
+        silent = [connect(port) for _ in range(1000)]  # connect, send nothing
+        held.extend(silent)
         hp = honest_start(connbench, port, srv.pid, 10)
         # The flood starts once every held and honest connection is in: from
         # then on max_connections is reached and the flood waits in the backlog.
@@ -155,6 +185,7 @@ def main():
             t.join(30)
         peak_rss = max(samples["rss"])
         worst_obs = max(samples["obs_ms"])
+        closed_by_server, first_close_s = silent_closed(silent, silent_since, SILENT_TIMEOUT_S + 10)
         for s in held:
             s.close()
         held.clear()
@@ -170,7 +201,8 @@ def main():
               f"bytes_checked={int(alone.get('bytes_checked', 0)) + int(attacked.get('bytes_checked', 0))} "
               f"flood_connects={samples['flood']} rss_before_kb={rss_before} peak_rss_kb={peak_rss} "
               f"rss_after_kb={rss_kb(srv.pid)} observer_worst_ms={worst_obs:.1f} "
-              f"actors_before={base_actors} actors_after={ov['actors']} connections_after={conns}", flush=True)
+              f"actors_before={base_actors} actors_after={ov['actors']} connections_after={conns} "
+              f"silent_closed_by_server={closed_by_server} silent_first_closed_s={first_close_s:.1f}", flush=True)
         for name, r in (("alone", alone), ("attacked", attacked)):
             if r["failed"] != "0" or r["mismatches"] != "0" or r["disconnects"] != "0":
                 fail(f"the honest clients lost something ({name}): {r}")
@@ -178,6 +210,9 @@ def main():
             fail(f"honest p99 went from {alone['p99_us']} us to {attacked['p99_us']} us under attack")
         if peak_rss > RSS_BOUND_KB:
             fail(f"the server's RSS reached {peak_rss} kB (bound {RSS_BOUND_KB} kB)")
+        if closed_by_server != len(silent) or first_close_s < SILENT_TIMEOUT_S - 0.5:
+            fail(f"{closed_by_server} of {len(silent)} silent clients were closed by the server, the first "
+                 f"{first_close_s:.1f} s after it connected (--first-data-timeout-ms {SILENT_TIMEOUT_S * 1000})")
         if worst_obs > 100:
             fail(f"the observer took {worst_obs:.1f} ms to answer overview under attack")
         if ov["actors"] != base_actors or conns != 0:

@@ -45,6 +45,8 @@ struct stack_slot {
   void* tsan_fiber = nullptr;     // made by the context switcher; destroyed with the allocator
   uint32_t class_index = 0;
   bool clean = true;              // no resident pages: never used, or trimmed since last use
+  // Out of the foreign threads' pool, in a fiber's hands: it goes back there (give_back_stack).
+  bool foreign = false;
   size_t size() const noexcept { return size_t(hi - lo); }
 };
 

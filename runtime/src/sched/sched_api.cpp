@@ -144,20 +144,31 @@ bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   } else {
     std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
     f->stack = rt->foreign_stacks.acquire(f->stack_class, error);
+    if (f->stack) f->stack->foreign = true;
   }
   if (f->stack) f->stack_top.store(reinterpret_cast<uintptr_t>(f->stack->hi), std::memory_order_relaxed);
   return f->stack != nullptr;
 }
 
+void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) noexcept {
+  // A stack a foreign thread took goes back to the foreign pool, though its
+  // process ends (or hibernates) on a worker: that thread cannot take from a
+  // worker's pool, and a worker keeps up to its bound (its recent peak of
+  // live stacks), so with many processes alive every foreign spawn would
+  // carve a new stack. Slots in any pool have foreign == false.
+  const bool foreign = s->foreign;
+  s->foreign = false;
+  if (w && !foreign) {
+    w->stacks.release(s, now);
+  } else {
+    std::lock_guard<std::mutex> g(rt.foreign_stacks_m);
+    rt.foreign_stacks.release(s, now);
+  }
+}
+
 void release_stack(fiber* f) noexcept {
   if (!f->stack) return;
-  runtime_impl* rt = current_runtime();
-  if (worker* w = this_worker()) {
-    w->stacks.release(f->stack, now_ms());
-  } else {
-    std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
-    rt->foreign_stacks.release(f->stack, now_ms());
-  }
+  give_back_stack(*current_runtime(), this_worker(), f->stack, now_ms());
   f->stack = nullptr;
   f->stack_top.store(0, std::memory_order_relaxed);
 }

@@ -277,7 +277,7 @@ void worker::run(fiber* f) {
       schedule_next(f);
       break;
     case suspend_reason::hibernate:
-      stacks.release(f->stack, coarse_ms_);
+      give_back_stack(rt, this, f->stack, coarse_ms_);
       f->stack = nullptr;
       // relaxed: observer hints. The next stack starts untouched.
       f->stack_top.store(0, std::memory_order_relaxed);
@@ -285,7 +285,7 @@ void worker::run(fiber* f) {
       if (!state::try_park(f)) schedule_next(f);
       break;
     case suspend_reason::dead:
-      stacks.release(f->stack, coarse_ms_);
+      give_back_stack(rt, this, f->stack, coarse_ms_);
       f->stack = nullptr;
       f->stack_top.store(0, std::memory_order_relaxed);
       state::mark_dead(f);

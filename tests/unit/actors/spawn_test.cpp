@@ -1,6 +1,7 @@
 // spawn: limits, options (stack size, priority), arguments, depth-first start,
 // spawning from foreign threads, pids that are never reused for strangers.
 #include <herd/actors.hpp>
+#include <herd/runtime/runtime.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -235,6 +236,42 @@ TEST_CASE("spawn from a foreign thread queues the child", "[spawn]") {
   });
   CHECK(r.is_normal());
   CHECK(got == 45);
+}
+
+TEST_CASE("processes spawned one after another from a foreign thread reuse their stacks, whatever the load",
+          "[spawn][stack]") {
+  // 2,000 live processes raise the workers' pool bounds: a stack freed on a
+  // worker could stay in its pool, and the foreign thread, which cannot take
+  // from a worker's pool, would carve a new one for every spawn (an observer
+  // polling `tree` once a second spawns its helpers this way).
+  unsigned workers = HERD_WORKERS();
+  const int live = int(herd::test::scaled(2000, 500));
+  uint64_t carved_before = 0, carved_after = 0;
+  auto r = run_node(herd::test::opts(workers), [&] {
+    herd::pid me = herd::self();
+    std::vector<herd::pid> idle;
+    for (int i = 0; i < live; ++i) idle.push_back(herd::spawn([] { herd::receive([](stop) {}); }));
+    herd::rt::runtime_metrics m;
+    herd::rt::current_metrics(m);
+    carved_before = m.stacks_carved;
+    std::thread t([me] {
+      for (int i = 0; i < 500; ++i) {
+        std::atomic<bool> ended{false};
+        herd::spawn([&ended] { ended = true; });
+        while (!ended) std::this_thread::yield();
+        std::this_thread::sleep_for(100us);  // until it has left its stack
+      }
+      herd::send(me, done{0});
+    });
+    herd::receive([](done) {});
+    herd::blocking([&] { t.join(); });
+    herd::rt::current_metrics(m);
+    carved_after = m.stacks_carved;
+    for (herd::pid p : idle) herd::send(p, stop{});
+  });
+  CHECK(r.is_normal());
+  INFO("stacks carved: " << carved_before << " before 500 foreign spawns, " << carved_after << " after");
+  CHECK(carved_after - carved_before <= 8);
 }
 
 TEST_CASE("pids are never reused for another process: a send to a stale pid is dropped", "[spawn][pid]") {

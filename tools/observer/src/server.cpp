@@ -194,6 +194,8 @@ void server::serve(client& c) {
           if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
           std::string reply = dispatch(line, env_);
           if (reply.size() > big_reply) trim_due_ = true;
+          answered_since_trim_ = true;
+          last_answer_ms_ = steady_ms();
           c.queue(reply);
         },
         [&] {
@@ -357,12 +359,17 @@ void server::run() {
     drop_dead();  // before the traces: a dead client's traces end as `closed`
     pump_traces();
     drop_dead();
-    // A big reply's temporaries (JSON nodes, rows) went to this thread's
-    // glibc arena, which keeps freed pages: 5 MB after a few 5,000-row
-    // replies. Once every client has its reply, hand them back.
-    if (trim_due_ && std::none_of(clients_.begin(), clients_.end(), [](const client& c) { return c.wants_write(); })) {
+    // Replies' temporaries (JSON nodes, rows) go to this thread's glibc
+    // arena, which keeps freed pages: 5 MB after a few 5,000-row replies,
+    // 2-3 MB fragmented by a minute of small ones among big ones. Hand them
+    // back once every client has its reply: at once after a big reply, and
+    // after a second without requests otherwise (the loop wakes every
+    // second for the sampler; a trim costs well under a millisecond).
+    const bool idle_a_second = answered_since_trim_ && steady_ms() >= last_answer_ms_ + 1000;
+    if ((trim_due_ || idle_a_second) &&
+        std::none_of(clients_.begin(), clients_.end(), [](const client& c) { return c.wants_write(); })) {
       ::malloc_trim(0);
-      trim_due_ = false;
+      trim_due_ = answered_since_trim_ = false;
     }
   }
 }

@@ -68,6 +68,8 @@ class server {
   // A reply above big_reply bytes was made: malloc_trim once the clients have theirs.
   static constexpr std::size_t big_reply = 256 * 1024;
   bool trim_due_ = false;
+  bool answered_since_trim_ = false;  // trim after a second without requests
+  uint64_t last_answer_ms_ = 0;       // steady ms
   std::vector<http_client> http_;
   std::list<trace_stream> traces_;
   uint64_t next_key_ = 1;
