@@ -280,7 +280,10 @@ logger_thread g_thread;
 [[gnu::noinline]] void start_thread() {
   std::lock_guard<std::mutex> g(g_thread.m);
   if (g_stop.load(std::memory_order_acquire)) return;
-  g_thread.t = std::thread([] { flusher().run(); });
+  g_thread.t = std::thread([] {
+    pthread_setname_np(pthread_self(), "herd-logger");
+    flusher().run();
+  });
 }
 
 void close_if_file(int fd) {

@@ -5,7 +5,9 @@
 #include <herd/actors/send.hpp>
 #include <herd/runtime/sched.hpp>
 
+#include <linux/sock_diag.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace herd::net::detail {
@@ -68,9 +70,27 @@ void listener_state::wake_all() {
   for (pid p : all) herd::send(p, acceptor_wake{});
 }
 
+namespace {
+
+// The packets the listening socket dropped (sk_drops): SYNs and handshakes
+// refused because its accept queue was full, and segments for connections
+// already gone. The namespace-wide TcpExt ListenOverflows/ListenDrops add up
+// every socket's. 0 before Linux 4.12 (no SO_MEMINFO).
+uint64_t listen_drops_of(int fd) noexcept {
+  uint32_t mem[SK_MEMINFO_VARS] = {};
+  socklen_t len = sizeof mem;
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 || len <= SK_MEMINFO_DROPS * sizeof(uint32_t))
+    return 0;
+  return mem[SK_MEMINFO_DROPS];
+}
+
+}  // namespace
+
 void listener_state::close_listen() noexcept {
+  std::lock_guard<std::mutex> g(lfd_m);
   int fd = std::exchange(lfd, -1);
   if (fd < 0) return;
+  final_drops = listen_drops_of(fd);
   rt::io_deregister(fd);  // before close(): the number may be reused at once
   ::close(fd);
 }
@@ -85,6 +105,10 @@ listener_info listener_state::snapshot() const {
   i.accepts = accepts.load(std::memory_order_relaxed);
   i.refusals = refusals.load(std::memory_order_relaxed);
   i.emfile_backoffs = emfile_backoffs.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> g(lfd_m);
+    i.listen_drops = lfd >= 0 ? listen_drops_of(lfd) : final_drops;
+  }
   i.suspended = suspended.load(std::memory_order_relaxed);
   i.draining = draining.load(std::memory_order_relaxed);
   i.acceptors = opts.acceptors;

@@ -33,6 +33,11 @@ struct listener_state {
   listener_options opts;
   connection_handler handler;
   int lfd = -1;  // closed by close_listen(), after the tree stopped
+  // Held by close_listen() and by snapshot()'s getsockopt on lfd, which runs
+  // on any thread: without it the observer could read a number just closed
+  // and reused.
+  mutable std::mutex lfd_m;
+  uint64_t final_drops = 0;  // listen_drops read just before the close (under lfd_m)
 
   // Bumped by the poller on every readiness edge of the listening socket;
   // an acceptor that hit EAGAIN waits until it moves past the value it read

@@ -16,9 +16,12 @@
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/sched.hpp>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace herd::rt {
@@ -124,7 +127,11 @@ void runtime::start() {
   };
   for (unsigned i = 0; i < r.n_workers; ++i) r.workers.push_back(std::make_unique<worker>(r, i));
   for (unsigned i = 0; i < r.n_workers; ++i)
-    r.threads.emplace_back([w = r.workers[i].get()] { w->thread_main(); });
+    r.threads.emplace_back([w = r.workers[i].get()] {
+      // Named for top -H, gdb and perf; tests find the workers by it.
+      pthread_setname_np(pthread_self(), ("herd-w" + std::to_string(w->id)).c_str());
+      w->thread_main();
+    });
   r.mon.start();
 }
 

@@ -275,6 +275,7 @@ TEST_CASE("listeners counts connections and accepts; set_max_connections changes
   CHECK(l["address"] == "127.0.0.1:" + std::to_string(port.load()));
   CHECK(l["accepts"] == 7);
   CHECK(l["refusals"] == 0);
+  CHECK(l["listen_drops"] == 0);
   CHECK(l["acceptors"] == 3);
   CHECK(l["max_connections"] == 100);
   CHECK(l["suspended"] == false);

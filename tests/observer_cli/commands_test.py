@@ -120,13 +120,13 @@ def tree_listeners_modules(cli):
 
         r = run_cli(cli, "--socket", node.socket, "listeners")
         expect_ok(r, "listeners")
-        expect(rows(r.stdout)[0] == ["NAME", "ADDRESS", "CONNS", "MAX", "ACCEPTORS", "ACCEPTS", "REFUSALS", "STATE",
+        expect(rows(r.stdout)[0] == ["NAME", "ADDRESS", "CONNS", "MAX", "ACCEPTORS", "ACCEPTS", "REFUSALS", "DROPS", "STATE",
                                      "SUPERVISOR"], "listeners header", r.stdout)
         expect(row_of(r.stdout, "echo_server") ==
-               ["echo_server", "0.0.0.0:5555", "1", "infinity", "2", "1234", "3", "accepting", "<1.0>"],
+               ["echo_server", "0.0.0.0:5555", "1", "infinity", "2", "1234", "3", "17", "accepting", "<1.0>"],
                "echo_server row", r.stdout)
         expect(row_of(r.stdout, "chat_server") ==
-               ["chat_server", "127.0.0.1:6000", "0", "100", "1", "0", "0", "suspended", "-"],
+               ["chat_server", "127.0.0.1:6000", "0", "100", "1", "0", "0", "-", "suspended", "-"],
                "chat_server row", r.stdout)
         j = one_json_line(run_cli(cli, "--socket", node.socket, "listeners", "--json"), "listeners --json")
         expect(j["listeners"][0]["accepts"] == 1234, "listeners --json", j)

@@ -57,7 +57,7 @@ class Node:
         self.listeners = {
             "echo_server": {"name": "echo_server", "address": "0.0.0.0:5555", "connections": 1,
                             "max_connections": "infinity", "acceptors": 2, "accepts": 1234,
-                            "refusals": 3, "suspended": False, "draining": False, "supervisor": "<1.0>"},
+                            "refusals": 3, "listen_drops": 17, "suspended": False, "draining": False, "supervisor": "<1.0>"},
             "chat_server": {"name": "chat_server", "address": "127.0.0.1:6000", "connections": 0,
                             "max_connections": 100, "acceptors": 1, "accepts": 0, "refusals": 0,
                             "suspended": True, "draining": False, "supervisor": None},

@@ -34,7 +34,7 @@ HERE = REPO / "tools" / "connbench"
 PEERS = HERE / "peers"
 IMPLS = ["herd", "epoll", "go", "erlang"]
 KEYS = ["rt_per_s", "cpu_us_per_rt", "p50_us", "p99_us", "p999_us", "rss_kb",
-        "bytes_per_idle_conn", "connect_ramp_s", "failed", "listen_overflows"]
+        "bytes_per_idle_conn", "connect_ramp_s", "failed", "server_listen_drops"]
 SANITY = ["disconnects", "mismatches"]  # shown when non-zero: a run that lost data
 HIGHER_BETTER = {"rt_per_s"}
 CONNECT_TIMEOUT = 10

@@ -246,6 +246,7 @@ int main(int argc, char** argv) {
 
   Control ctl;
   const ListenCounters lc0 = read_listen_counters();
+  const long long port_drops0 = read_port_listen_drops(cfg.dst.sin_port);
   const long rss_before = cfg.server_pid ? read_proc_rss_kb(cfg.server_pid) : -1;
 
   std::vector<std::unique_ptr<Worker>> ws;
@@ -304,6 +305,9 @@ int main(int argc, char** argv) {
     b = snap(ws, cfg.server_pid);
     if (cfg.server_pid) rss_end = read_proc_rss_kb(cfg.server_pid);
   }
+  // Before the teardown: segments that arrive for connections the server
+  // already closed are dropped at the listener too, and are not the figure.
+  const long long port_drops1 = read_port_listen_drops(cfg.dst.sin_port);
   ctl.phase.store(kStop);
   for (auto& t : threads) t.join();
   const ListenCounters lc1 = read_listen_counters();
@@ -355,6 +359,7 @@ int main(int argc, char** argv) {
   }
   if (lc0.ok && lc1.ok)
     add(" listen_overflows=%llu listen_drops=%llu", ull(lc1.overflows - lc0.overflows), ull(lc1.drops - lc0.drops));
+  if (port_drops0 >= 0 && port_drops1 >= 0) add(" server_listen_drops=%lld", port_drops1 - port_drops0);
   add(" threads=%d ramp_complete=%d", cfg.threads, ramp_complete ? 1 : 0);
   std::printf("%s\n", out.c_str());
   std::fflush(stdout);

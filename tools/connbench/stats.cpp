@@ -1,6 +1,13 @@
 #include "stats.hpp"
 
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +99,52 @@ ListenCounters read_listen_counters() {
     }
   }
   return r;
+}
+
+namespace {
+
+// One SOCK_DIAG_BY_FAMILY dump of the listening TCP sockets of `family`,
+// asking for their memory counters; adds the drops of those on `port_be`.
+bool add_listen_drops(int nl, uint8_t family, uint16_t port_be, long long& sum) {
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 r;
+  } req{};
+  req.nlh.nlmsg_len = sizeof req;
+  req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  req.r.sdiag_family = family;
+  req.r.sdiag_protocol = IPPROTO_TCP;
+  req.r.idiag_states = 1u << TCP_LISTEN;
+  req.r.idiag_ext = 1u << (INET_DIAG_SKMEMINFO - 1);
+  if (send(nl, &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req)) return false;
+  alignas(nlmsghdr) char buf[16384];
+  for (;;) {
+    ssize_t n = recv(nl, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    auto len = static_cast<unsigned>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_type == NLMSG_DONE) return true;
+      if (h->nlmsg_type == NLMSG_ERROR) return false;
+      auto* m = static_cast<inet_diag_msg*>(NLMSG_DATA(h));
+      if (m->id.idiag_sport != port_be) continue;
+      unsigned alen = h->nlmsg_len - NLMSG_LENGTH(sizeof *m);
+      for (auto* a = reinterpret_cast<rtattr*>(m + 1); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+        if (a->rta_type == INET_DIAG_SKMEMINFO && RTA_PAYLOAD(a) > SK_MEMINFO_DROPS * sizeof(uint32_t))
+          sum += static_cast<const uint32_t*>(RTA_DATA(a))[SK_MEMINFO_DROPS];
+    }
+  }
+}
+
+}  // namespace
+
+long long read_port_listen_drops(uint16_t port_be) {
+  int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) return -1;
+  long long sum = 0;
+  bool ok = add_listen_drops(nl, AF_INET, port_be, sum) && add_listen_drops(nl, AF_INET6, port_be, sum);
+  close(nl);
+  return ok ? sum : -1;
 }
 
 double self_cpu_s() {

@@ -74,6 +74,12 @@ struct ListenCounters {
 };
 ListenCounters read_listen_counters();
 
+// The drops (sk_drops: SYNs and handshakes dropped, nearly always because
+// the accept queue was full) of the TCP listening sockets on `port` (network
+// byte order), IPv4 and IPv6, summed; from sock_diag, so only the server's
+// own listener counts. -1 when sock_diag cannot be read.
+long long read_port_listen_drops(uint16_t port_be);
+
 double self_cpu_s();  // this process, user + system
 uint64_t now_ns();    // CLOCK_MONOTONIC, comparable across processes on one host
 

@@ -2,6 +2,7 @@
 
 #include "context/overflow_handler.hpp"
 
+#include <pthread.h>
 
 namespace herd::rt {
 
@@ -17,7 +18,10 @@ void blocking_pool::shutdown() {
 
 void blocking_pool::start_thread_locked() {
   ++live_;
-  threads_.emplace_back([this] { thread_main(); });
+  threads_.emplace_back([this] {
+    pthread_setname_np(pthread_self(), "herd-blocking");
+    thread_main();
+  });
 }
 
 void blocking_pool::submit(blocking_job* job) {

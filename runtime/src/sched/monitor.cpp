@@ -4,11 +4,18 @@
 
 #include <herd/runtime/clock.hpp>
 
+#include <pthread.h>
+
 #include <chrono>
 
 namespace herd::rt {
 
-void monitor::start() { th_ = std::thread([this] { loop(); }); }
+void monitor::start() {
+  th_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "herd-monitor");
+    loop();
+  });
+}
 
 void monitor::stop() {
   if (!th_.joinable()) return;

@@ -87,6 +87,45 @@ TEST_CASE("a suspended listener accepts nothing until resumed", "[net][listener]
   CHECK(after);
 }
 
+TEST_CASE("listen_drops counts the connection attempts a full backlog dropped, at this listener only", "[net][listener][limits]") {
+  uint64_t drops_full = 0, drops_other = 0, drops_after_stop = 1;
+  int in_progress = 0;
+  herd::test::run_node(node_opts(2), [&] {
+    auto full = herd::net::start_listener("full", {.bind = "127.0.0.1", .backlog = 4},
+                                          [](tcp_socket s) { holder(std::move(s), false); });
+    auto other = herd::net::start_listener("other", {.bind = "127.0.0.1"},
+                                           [](tcp_socket s) { holder(std::move(s), false); });
+    REQUIRE(full);
+    REQUIRE(other);
+    REQUIRE(herd::net::suspend_listener("full"));
+    // Non-blocking connects: a dropped SYN would make a blocking one wait 1 s.
+    std::vector<int> fds;
+    for (int i = 0; i < 20; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(full->port);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno == EINPROGRESS) ++in_progress;
+      fds.push_back(fd);
+    }
+    raw_client c(other->port);
+    herd::test::eventually([&] { return herd::net::info("full")->listen_drops > 0; }, 5s);
+    drops_full = herd::net::info("full")->listen_drops;
+    drops_other = herd::net::info("other")->listen_drops;
+    for (int fd : fds) ::close(fd);
+    REQUIRE(herd::net::stop_listener("full"));
+    REQUIRE(herd::net::stop_listener("other"));
+    drops_after_stop = herd::net::info("full") ? 1 : 0;  // gone with its tree
+  });
+  INFO(in_progress << " connects in progress, " << drops_full << " dropped");
+  // A backlog of 4 holds 5 handshakes; the other 15 SYNs are each dropped
+  // at least once.
+  CHECK(drops_full >= 15);
+  CHECK(drops_other == 0);
+  CHECK(drops_after_stop == 0);
+}
+
 TEST_CASE("drain lets connections finish and kills the stragglers at the timeout", "[net][listener][limits]") {
   bool polite_closed = false, stubborn_closed = false, gone = false;
   double took = 0;

@@ -11,6 +11,8 @@ using align = text_table::align;
 double num(const json& o, const char* key) { return o.at(key).get<double>(); }
 std::string str(const json& o, const char* key) { return o.at(key).get<std::string>(); }
 std::string integer(const json& o, const char* key) { return std::to_string(o.at(key).get<long long>()); }
+// For a field a node older than this CLI may not send.
+std::string integer_or_dash(const json& o, const char* key) { return o.contains(key) ? integer(o, key) : "-"; }
 
 // A key/value block: keys padded to one column.
 class key_values {
@@ -131,6 +133,7 @@ std::string render_listeners(const json& r) {
                 {"ACCEPTORS", align::right},
                 {"ACCEPTS", align::right},
                 {"REFUSALS", align::right},
+                {"DROPS", align::right},
                 {"STATE"},
                 {"SUPERVISOR"}});
   for (const auto& l : list) {
@@ -138,7 +141,7 @@ std::string render_listeners(const json& r) {
     std::string state = l.at("draining").get<bool>() ? "draining" : l.at("suspended").get<bool>() ? "suspended" : "accepting";
     t.add_row({str(l, "name"), str(l, "address"), integer(l, "connections"),
                max.is_string() ? max.get<std::string>() : std::to_string(max.get<long long>()), integer(l, "acceptors"),
-               integer(l, "accepts"), integer(l, "refusals"), state, text_or_dash(l.at("supervisor"))});
+               integer(l, "accepts"), integer(l, "refusals"), integer_or_dash(l, "listen_drops"), state, text_or_dash(l.at("supervisor"))});
   }
   return t.render();
 }

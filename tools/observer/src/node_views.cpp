@@ -23,6 +23,7 @@ json listeners_view() {
                  {"accepts", l.accepts},
                  {"refusals", l.refusals},
                  {"emfile_backoffs", l.emfile_backoffs},
+                 {"listen_drops", l.listen_drops},
                  {"suspended", l.suspended},
                  {"draining", l.draining},
                  {"supervisor", pid_json(l.supervisor)}});

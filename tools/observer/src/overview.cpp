@@ -167,6 +167,9 @@ std::string prometheus_text(const sampler& s) {
   per_listener("herd_listener_emfile_backoffs_total", "counter",
                "100 ms accept pauses taken because the node was out of file descriptors.",
                [](auto& l) { return l.emfile_backoffs; });
+  per_listener("herd_listener_drops_total", "counter",
+               "Connection attempts the kernel dropped at the listening socket (backlog full).",
+               [](auto& l) { return l.listen_drops; });
   return out;
 }
 

@@ -71,6 +71,12 @@ struct listener_info {
   uint64_t accepts = 0;
   uint64_t refusals = 0;           // closed at once: handshake timeout, spawn failure
   uint64_t emfile_backoffs = 0;    // EMFILE/ENFILE: 100 ms pauses taken
+  // Packets the kernel dropped at this listening socket (SO_MEMINFO, so
+  // only this listener's): SYNs refused because the backlog was full (the
+  // client retries after 1 s, then 3 s...), and also segments for
+  // connections already closed (a peer's late ACK or RST), which come in a
+  // handful when many connections end at once.
+  uint64_t listen_drops = 0;
   bool suspended = false;
   bool draining = false;           // drain_listener has begun
   unsigned acceptors = 0;
