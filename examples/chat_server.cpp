@@ -13,7 +13,12 @@
 // socket is full) and disconnected with a reset (its unread backlog is
 // dropped at once); the room and everyone else go on.
 //
+// With --first-data-timeout-ms, a client that sends nothing that long after
+// connecting is closed (a handshake timeout: members that only listen send
+// their JOIN first, so an honest one is never idle from the start).
+//
 //   chat_server --port P [--bind ADDR] [--workers N] [--acceptors N] [--max-connections N|infinity]
+//               [--first-data-timeout-ms MS]
 #include "chat_protocol.hpp"
 #include "server_main.hpp"
 
@@ -135,8 +140,19 @@ class connection {
   }
 
   // Runs until the peer goes away (or the connection is kicked: an exit).
-  void run() {
+  // first_data > 0: closes the connection if no byte came that long after
+  // it was accepted.
+  void run(std::chrono::milliseconds first_data) {
     if (!s_.set_active(net::active::once())) return;
+    if (first_data.count() > 0) {
+      // Nothing else can be in the mailbox yet: no room knows this process.
+      bool data = false;
+      bool more = herd::receive(
+          [&](net::tcp_data& d) { return data = true, on_data(d.data.view()) && s_.set_active(net::active::once()); },
+          [](const net::tcp_closed&) { return false; }, [](const net::tcp_error&) { return false; },
+          herd::after(first_data, [] { return false; }));
+      if (!more || !data) return;
+    }
     for (bool more = true; more;) {
       more = herd::receive(
           [&](net::tcp_data& d) { return on_data(d.data.view()) && s_.set_active(net::active::once()); },
@@ -231,11 +247,16 @@ class connection {
   chat::line_reader reader_;
 };
 
-void serve_member(net::tcp_socket s) { connection(s).run(); }
+std::chrono::milliseconds g_first_data{0};  // 0: wait for a first line forever
+
+void serve_member(net::tcp_socket s) { connection(s).run(g_first_data); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  example::server_options o = example::parse_server_options("chat_server", argc, argv);
+  // Members do not hibernate: a chat connection holds its rooms and a
+  // partial line, and is rarely idle for long.
+  example::server_options o = example::parse_server_options("chat_server", argc, argv, {"--idle-hibernate-ms"});
+  g_first_data = o.first_data_timeout;
   return example::server_main("chat_server", o, serve_member);
 }

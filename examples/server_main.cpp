@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -27,13 +28,17 @@ namespace {
 namespace net = herd::net;
 using namespace std::chrono_literals;
 
-[[noreturn]] void usage_error(const char* prog, const std::string& why) {
+[[noreturn]] void usage_error(const char* prog, const std::string& why, const std::vector<std::string_view>& not_here) {
+  auto opt = [&](std::string_view flag, const char* text) {
+    return std::find(not_here.begin(), not_here.end(), flag) == not_here.end() ? text : "";
+  };
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
-               "       [--max-connections N|infinity] [--idle-hibernate-ms MS]\n"
-               "       [--first-data-timeout-ms MS] [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
-               prog, why.c_str(), prog);
+               "       [--max-connections N|infinity]%s\n"
+               "      %s [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
+               prog, why.c_str(), prog, opt("--idle-hibernate-ms", " [--idle-hibernate-ms MS]"),
+               opt("--first-data-timeout-ms", " [--first-data-timeout-ms MS]"));
   std::exit(2);
 }
 
@@ -71,10 +76,13 @@ void check_fd_limit(const char* prog, const server_options& o) {
 
 }  // namespace
 
-std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& o) try {
+std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& o,
+                                                    const std::vector<std::string_view>& not_here) try {
   o = server_options{};
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
+    if (std::find(not_here.begin(), not_here.end(), a) != not_here.end())
+      throw option_error{"'" + std::string(a) + "' is not an option of this server"};
     auto value = [&]() -> std::string_view {
       if (i + 1 >= argc) throw option_error{std::string(a) + " needs a value"};
       return argv[++i];
@@ -116,9 +124,10 @@ std::optional<std::string> try_parse_server_options(int argc, char** argv, serve
   return e.why;
 }
 
-server_options parse_server_options(const char* prog, int argc, char** argv) {
+server_options parse_server_options(const char* prog, int argc, char** argv,
+                                    const std::vector<std::string_view>& not_here) {
   server_options o;
-  if (auto why = try_parse_server_options(argc, argv, o)) usage_error(prog, *why);
+  if (auto why = try_parse_server_options(argc, argv, o, not_here)) usage_error(prog, *why, not_here);
   return o;
 }
 

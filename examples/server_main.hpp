@@ -16,6 +16,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace example {
 
@@ -27,17 +29,21 @@ struct server_options {
   // The examples default to infinity; the library's default stays 1024.
   std::size_t max_connections = herd::net::infinity_connections;
   std::chrono::milliseconds idle_hibernate{1000};
-  // echo_server: a connection that has sent nothing this long is closed (0: never).
+  // A connection that has sent nothing this long is closed (0: never).
   std::chrono::milliseconds first_data_timeout{0};
   std::string observer;  // the observer's socket path (docs/observer-protocol.md); empty: none
   std::string metrics;   // the observer's Prometheus endpoint, loopback only; needs --observer
 };
 
-// Parses argv; exits 2 with a message on a bad option.
-server_options parse_server_options(const char* prog, int argc, char** argv);
+// Parses argv; exits 2 with a message on a bad option. `not_here`: the
+// flags this server does not honour (an option taken and ignored would be a
+// lie), refused like unknown ones and left out of its usage line.
+server_options parse_server_options(const char* prog, int argc, char** argv,
+                                    const std::vector<std::string_view>& not_here = {});
 // The same without exiting: the reason a bad command line is bad, else
 // nullopt and `out` filled.
-std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& out);
+std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& out,
+                                                    const std::vector<std::string_view>& not_here = {});
 
 struct server_hooks {
   // In the node's root process, before the listener starts; false: exit 1

@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  example::server_options o = example::parse_server_options("hot_swap_server", int(rest.size()), rest.data());
+  // The module's handler owns the connection from its first byte on.
+  example::server_options o =
+      example::parse_server_options("hot_swap_server", int(rest.size()), rest.data(), {"--first-data-timeout-ms"});
   std::error_code ec;
   if (dir.empty() || !fs::is_directory(dir, ec)) {
     std::fprintf(stderr, "hot_swap_server: --module-dir DIR is required and must be a directory%s%s\n",

@@ -5,6 +5,8 @@ server and its clients must not share one open-files limit).
     net_examples.py echo PATH            many connections, every byte checked, SIGTERM drains, exit 0
     net_examples.py bad-options PATH     each bad option: a message and exit 2
     net_examples.py first-data PATH      --first-data-timeout-ms closes silent clients, not slow talkers
+    net_examples.py chat-first-data PATH the same for chat_server (the talker JOINs, then idles)
+    net_examples.py not-here PATH FLAG   a flag this server does not honour is refused, not ignored
     net_examples.py chat PATH            join/msg/leave, malformed lines, 1,000 members with one that never reads
 Everything is bounded in time and every process started is stopped by its PID.
 """
@@ -262,15 +264,18 @@ def test_chat(path):
     print("chat: ok")
 
 
-def test_first_data(path):
-    srv = Server(path, "--first-data-timeout-ms", "500", "--idle-hibernate-ms", "100")
+def test_first_data(path, chat=False):
+    extra = [] if chat else ["--idle-hibernate-ms", "100"]
+    first, then = ((b"JOIN lobby\n", b"OK JOIN lobby\n"), (b"LEAVE lobby\n", b"OK LEAVE lobby\n")) if chat else \
+        ((b"hello", b"hello"), (b"again", b"again"))
+    srv = Server(path, "--first-data-timeout-ms", "500", *extra)
     try:
         silent = [connect(srv.port) for _ in range(20)]
         talker = connect(srv.port)
         t0 = time.monotonic()
-        talker.sendall(b"hello")
-        if recv_exact(talker, 5) != b"hello":
-            fail("the talker was not echoed")
+        talker.sendall(first[0])
+        if recv_exact(talker, len(first[1])) != first[1]:
+            fail("the talker was not answered")
         for s in silent:
             s.settimeout(5)
             try:
@@ -284,9 +289,9 @@ def test_first_data(path):
             fail("silent clients closed after %.2f s (want about 0.5 s)" % took)
         # Past the first message the timeout is over: idle (and hibernated), the talker stays.
         time.sleep(1.0)
-        talker.sendall(b"again")
-        if recv_exact(talker, 5) != b"again":
-            fail("the talker was not echoed after an idle second")
+        talker.sendall(then[0])
+        if recv_exact(talker, len(then[1])) != then[1]:
+            fail("the talker was not answered after an idle second")
         if srv.stop() != 0:
             fail("exit code after SIGTERM")
     finally:
@@ -294,12 +299,20 @@ def test_first_data(path):
     print("first-data: ok")
 
 
+def test_not_here(path, flag):
+    p = subprocess.run([path, "--port", "0", flag, "100"], capture_output=True, text=True, timeout=10)
+    if p.returncode != 2 or "is not an option of this server" not in p.stderr or flag in p.stderr.split("usage:")[1]:
+        fail("%s: exit %d, stderr %r (want 2, a message, and a usage line without it)" % (flag, p.returncode, p.stderr))
+    print("not-here: ok")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         print(__doc__)
         sys.exit(2)
-    tests = {"echo": test_echo, "bad-options": test_bad_options, "chat": test_chat, "first-data": test_first_data}
-    tests[sys.argv[1]](sys.argv[2])
+    tests = {"echo": test_echo, "bad-options": test_bad_options, "chat": test_chat, "first-data": test_first_data,
+             "chat-first-data": lambda p: test_first_data(p, chat=True), "not-here": test_not_here}
+    tests[sys.argv[1]](*sys.argv[2:])
 
 
 if __name__ == "__main__":
