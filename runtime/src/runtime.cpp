@@ -192,6 +192,7 @@ runtime_metrics metrics_of(const runtime_impl& r) {
   stack_allocator_stats ss = r.stacks.stats();
   m.stacks_in_use = ss.slots_in_use;
   m.stacks_carved = ss.slots_carved;
+  m.stacks_trimmed = ss.slots_trimmed;
   m.uptime_ms = now_ms() - r.started_ms;
   m.guard = to_string(r.stacks.guard());
   return m;

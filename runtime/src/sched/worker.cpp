@@ -24,8 +24,9 @@
 // switch); a fiber that runs long without yielding is the monitor's business
 // (monitor.cpp), not the loop's.
 //
-// Parking: the worker fires due timers, trims its stack pool (every free stack
-// once no stack has moved for a second: a burst is over), reports itself
+// Parking: the worker fires due timers, trims its stack pool and the foreign
+// threads' pool (every free stack once no stack has moved for a second: a
+// burst is over), reports itself
 // parked to `idle` (if it was the last searcher it re-checks every queue, see
 // idle.hpp), goes offline for reclamation, and sleeps until its next timer:
 // in epoll_wait if it can take the poller token, else on its futex. There is
@@ -439,6 +440,15 @@ void worker::park() {
   // A quiet runtime after a burst: its stacks' pages went back above, the
   // allocator's free pages follow.
   if (stacks.maintain(now) > 0 && stacks.quiet()) alloc::collect();
+  // The foreign threads' pool has no worker of its own: whichever worker
+  // parks trims it too (try_lock: a foreign spawn holding it is not waited
+  // for, another worker's park will do).
+  uint64_t foreign_trim = UINT64_MAX;
+  if (rt.foreign_stacks_m.try_lock()) {
+    rt.foreign_stacks.maintain(now);
+    foreign_trim = rt.foreign_stacks.next_trim_ms();
+    rt.foreign_stacks_m.unlock();
+  }
   rt.reclaim.quiescent(id);
   if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
   if (rt.opts.deterministic && advance_virtual_time()) return;
@@ -460,7 +470,7 @@ void worker::park() {
   if (!rt.opts.deterministic) {
     // Wake for the next trim window while free stacks still hold pages (at
     // least 100 ms apart): an idle node gives a burst's stack memory back.
-    if (uint64_t t = stacks.next_trim_ms(); t != UINT64_MAX) {
+    if (uint64_t t = std::min(stacks.next_trim_ms(), foreign_trim); t != UINT64_MAX) {
       uint64_t cur = now_ms();
       int until = t <= cur + 100 ? 100 : static_cast<int>(std::min<uint64_t>(t - cur, 1u << 30));
       if (timeout < 0 || until < timeout) timeout = until;

@@ -274,6 +274,44 @@ TEST_CASE("processes spawned one after another from a foreign thread reuse their
   CHECK(carved_after - carved_before <= 8);
 }
 
+TEST_CASE("the stacks of a burst spawned from a foreign thread give their pages back once the burst is over",
+          "[spawn][stack]") {
+  // They go back to the foreign threads' pool, which no worker owns; the
+  // workers trim it when they park.
+  const int burst = int(herd::test::scaled(300, 100));
+  uint64_t trimmed_before = 0, trimmed_after = 0;
+  auto r = run_node(herd::test::opts(HERD_WORKERS()), [&] {
+    herd::pid me = herd::self();
+    std::vector<herd::pid> ps;
+    std::thread t([&] {
+      for (int i = 0; i < burst; ++i)
+        ps.push_back(herd::spawn([] {
+          volatile char used[8192];  // dirty pages to give back
+          for (std::size_t k = 0; k < sizeof used; k += 512) used[k] = 1;
+          herd::receive([](stop) {});
+        }));
+      herd::send(me, done{0});
+    });
+    herd::receive([](done) {});
+    herd::blocking([&] { t.join(); });
+    herd::rt::runtime_metrics m;
+    herd::rt::current_metrics(m);
+    trimmed_before = m.stacks_trimmed;
+    for (herd::pid p : ps) herd::send(p, stop{});
+    // Quiet for a second, then a park trims them: wait up to 5 s.
+    auto t0 = std::chrono::steady_clock::now();
+    do {
+      herd::sleep(100ms);
+      herd::rt::current_metrics(m);
+    } while (m.stacks_trimmed - trimmed_before < uint64_t(burst) && std::chrono::steady_clock::now() - t0 < 5s);
+    trimmed_after = m.stacks_trimmed;
+  });
+  CHECK(r.is_normal());
+  INFO(burst << " processes spawned from a foreign thread; stacks trimmed: " << trimmed_before << " while they lived, "
+             << trimmed_after << " after");
+  CHECK(trimmed_after - trimmed_before >= uint64_t(burst));
+}
+
 TEST_CASE("pids are never reused for another process: a send to a stale pid is dropped", "[spawn][pid]") {
   unsigned workers = HERD_WORKERS();
   const int rounds = int(herd::test::scaled(3000, 1000));

@@ -48,6 +48,7 @@ struct runtime_metrics {
   uint64_t polls = 0;          // epoll_wait calls, all workers
   uint64_t stacks_in_use = 0;
   uint64_t stacks_carved = 0;
+  uint64_t stacks_trimmed = 0;  // times a free stack's pages were given back
   uint64_t uptime_ms = 0;
   std::string guard;
 };
