@@ -141,21 +141,17 @@ class connection {
 
   // Runs until the peer goes away (or the connection is kicked: an exit).
   // first_data > 0: closes the connection if no byte came that long after
-  // it was accepted.
+  // it was accepted (until then nothing else can arrive: no room knows this
+  // process).
   void run(std::chrono::milliseconds first_data) {
     if (!s_.set_active(net::active::once())) return;
-    if (first_data.count() > 0) {
-      // Nothing else can be in the mailbox yet: no room knows this process.
-      bool data = false;
-      bool more = herd::receive(
-          [&](net::tcp_data& d) { return data = true, on_data(d.data.view()) && s_.set_active(net::active::once()); },
-          [](const net::tcp_closed&) { return false; }, [](const net::tcp_error&) { return false; },
-          herd::after(first_data, [] { return false; }));
-      if (!more || !data) return;
-    }
+    std::chrono::milliseconds wait = first_data.count() > 0 ? first_data : herd::infinity;
     for (bool more = true; more;) {
       more = herd::receive(
-          [&](net::tcp_data& d) { return on_data(d.data.view()) && s_.set_active(net::active::once()); },
+          [&](net::tcp_data& d) {
+            wait = herd::infinity;
+            return on_data(d.data.view()) && s_.set_active(net::active::once());
+          },
           [&](const deliver& m) {
             bool ok = bool(s_.send(*m.line));
             lag_->lines.fetch_sub(1, std::memory_order_relaxed);
@@ -164,7 +160,8 @@ class connection {
           },
           [&](const herd::down& d) { return on_room_down(d); },
           [](const net::tcp_closed&) { return false; },
-          [](const net::tcp_error&) { return false; });
+          [](const net::tcp_error&) { return false; },
+          herd::after(wait, [] { return false; }));
     }
   }
 

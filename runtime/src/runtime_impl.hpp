@@ -34,6 +34,11 @@ struct runtime_impl {
   stack_allocator stacks;
   std::mutex foreign_stacks_m;
   stack_pool foreign_stacks;  // prepare_stack from non-worker threads
+  // Set (under foreign_stacks_m) when a stack goes back to foreign_stacks,
+  // cleared by the park that finds every free stack there clean: a parking
+  // worker looks at this one word, not the lock and the pool, when no
+  // foreign thread has spawned since (relaxed: a late look only delays a trim).
+  std::atomic<bool> foreign_dirty{false};
   inject_queue inject, high, low;
   idle idle_state;
   poller io;

@@ -163,6 +163,7 @@ void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) n
   } else {
     std::lock_guard<std::mutex> g(rt.foreign_stacks_m);
     rt.foreign_stacks.release(s, now);
+    rt.foreign_dirty.store(true, std::memory_order_relaxed);
   }
 }
 

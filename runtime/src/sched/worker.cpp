@@ -444,9 +444,10 @@ void worker::park() {
   // parks trims it too (try_lock: a foreign spawn holding it is not waited
   // for, another worker's park will do).
   uint64_t foreign_trim = UINT64_MAX;
-  if (rt.foreign_stacks_m.try_lock()) {
+  if (rt.foreign_dirty.load(std::memory_order_relaxed) && rt.foreign_stacks_m.try_lock()) {
     rt.foreign_stacks.maintain(now);
     foreign_trim = rt.foreign_stacks.next_trim_ms();
+    if (foreign_trim == UINT64_MAX) rt.foreign_dirty.store(false, std::memory_order_relaxed);
     rt.foreign_stacks_m.unlock();
   }
   rt.reclaim.quiescent(id);
