@@ -340,6 +340,11 @@ TEST_CASE("trapping exits, a shutdown from the parent runs terminate and the ser
       herd::link(s);
       herd::exit(herd::exit_reason::shutdown("not the parent"));
     });
+    // Its end sends the exit signal before the `down`, so once the `down` is
+    // here the signal is ahead of the call below in the server's mailbox (else
+    // the parent's shutdown could overtake a stranger that had not run yet).
+    herd::monitor_ref sm = herd::monitor(stranger_pid);
+    herd::receive(herd::when([sm](const herd::down& d) { return d.ref == sm; }, [](const herd::down&) {}));
     still_there = herd::call<int>(s, get{}) == 0;
     herd::send(parent, stranger{});
     herd::receive(herd::when([m](const herd::down& d) { return d.ref == m; },
