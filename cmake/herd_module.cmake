@@ -3,9 +3,9 @@
 #   herd_add_module(<name> <sources>...)   a shared object loadable by herd::modules::load
 #   herd_module_host(<target> [LIBS <herd libraries>...])
 #                                          an executable that loads modules; LIBS: which of
-#                                          herd's libraries modules may call (default: herd_actors
-#                                          herd_runtime; a host of net::protocol modules adds
-#                                          herd_net herd_supervisors)
+#                                          herd's libraries modules may call (default: every
+#                                          layer: herd_runtime herd_actors herd_supervisors
+#                                          herd_net; herd::net is accepted for herd_net)
 #
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
@@ -48,22 +48,32 @@ function(herd_add_module name)
 endfunction()
 
 # An executable that loads modules: exports its symbols (-rdynamic) so modules resolve herd's
-# functions from it, and links herd's actor and runtime archives whole, so that a function a
-# module uses is there even if the host itself never calls it.
+# functions from it, and links herd's archives whole, so that a function a module uses is there
+# even if the host itself never calls it (send_after, stop_server, a supervisor, a listener).
+# Each archive is one option, -Wl,--whole-archive,FILE,--no-whole-archive: CMake de-duplicates
+# repeated options, so separate "LINKER:--whole-archive" FILE "LINKER:--no-whole-archive" items
+# whole-archived only the first library. $<LINK_LIBRARY:WHOLE_ARCHIVE,...> is no way out: CMake
+# refuses a library named with a feature and also without one (herd::net brings herd::actors
+# plainly). The archives come before the host's objects on the link line; their own usage
+# requirements (Threads, Boost.Context, dl) come with the herd targets the host links.
 function(herd_module_host target)
   cmake_parse_arguments(H "" "" "LIBS" ${ARGN})
   if(NOT H_LIBS)
-    set(H_LIBS herd_actors herd_runtime)
+    set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net)
   endif()
   set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
   foreach(lib ${H_LIBS})
+    string(REPLACE "herd::" "herd_" lib ${lib})
     if(TARGET ${lib})
       set(file $<TARGET_FILE:${lib}>)
     else()
       string(REPLACE "herd_" "herd::" imported ${lib})
+      if(NOT TARGET ${imported})
+        message(FATAL_ERROR "herd_module_host(${target}): no herd library ${lib} (nor ${imported})")
+      endif()
       set(file $<TARGET_FILE:${imported}>)
     endif()
-    target_link_options(${target} PRIVATE "LINKER:--whole-archive" ${file} "LINKER:--no-whole-archive")
+    target_link_options(${target} PRIVATE "LINKER:--whole-archive,${file},--no-whole-archive")
   endforeach()
 endfunction()
 
