@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""What a module host must export, checked three ways.
+"""What a module host must export, and whether a host and a module agree.
 
   public_symbols.py list   --clang CLANG -I DIR... HEADER_ROOT...
   public_symbols.py check  --clang CLANG -I DIR... --host EXE --module SO [HEADER_ROOT...]
 
 list: every function declared in herd's public headers (the HEADER_ROOTs,
 e.g. runtime/include) that has no definition there: not a template, not
-inline, not defined in its class, not constexpr, not deleted or defaulted.
-Those live in herd's archives, and a module that calls one (directly, or
+inline, not defined in its class, not constexpr, not deleted or defaulted
+(and any extern variable or out-of-line static data member). Those live in herd's archives, and a module that calls one (directly, or
 through an inline function or template of the headers) needs the host to
 export it. Found with clang's AST of a file that includes every header.
 
@@ -49,7 +49,13 @@ def ast_nodes(clang, includes, roots):
         cmd = [clang, "-x", "c++", "-std=c++20", "-fsyntax-only", "-Xclang", "-ast-dump=json",
                "-Xclang", "-ast-dump-filter=herd"]
         cmd += [f"-I{d}" for d in list(roots) + list(includes)] + [name]
-        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            sys.exit(f"no {clang}: the header walk needs clang++ (tools/setup.sh installs it)")
+        if done.returncode != 0:
+            sys.exit(f"{clang} could not parse herd's public headers:\n{done.stderr}")
+        text = done.stdout
     finally:
         os.unlink(name)
     # The filter prints one JSON document per matching declaration.
