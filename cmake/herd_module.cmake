@@ -66,6 +66,9 @@ function(herd_module_host target)
     string(REPLACE "herd::" "herd_" lib ${lib})
     if(TARGET ${lib})
       set(file $<TARGET_FILE:${lib}>)
+      # A link option is no dependency: build the archive first even if the host links
+      # only herd::actors.
+      add_dependencies(${target} ${lib})
     else()
       string(REPLACE "herd_" "herd::" imported ${lib})
       if(NOT TARGET ${imported})
@@ -74,6 +77,8 @@ function(herd_module_host target)
       set(file $<TARGET_FILE:${imported}>)
     endif()
     target_link_options(${target} PRIVATE "LINKER:--whole-archive,${file},--no-whole-archive")
+    # Relink when the archive changes.
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${file})
   endforeach()
 endfunction()
 
