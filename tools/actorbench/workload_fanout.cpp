@@ -37,9 +37,12 @@ namespace {
 using clk = std::chrono::steady_clock;
 using namespace actorbench_fanout_msgs;
 
-// CPU seconds used so far by each worker thread, keyed by its index.
+// CPU seconds used so far by each worker thread, keyed by its index. A
+// thread started from a worker inherits its name: of several herd-w<N>, the
+// worker is the first created (the lowest tid).
 std::map<unsigned, double> worker_cpu_s() {
   std::map<unsigned, double> out;
+  std::map<unsigned, long> tid_of;
   DIR* d = opendir("/proc/self/task");
   if (!d) return out;
   const double tick = double(sysconf(_SC_CLK_TCK));
@@ -53,6 +56,9 @@ std::map<unsigned, double> worker_cpu_s() {
     }
     unsigned idx = 0;
     if (std::sscanf(comm, "herd-w%u", &idx) != 1) continue;
+    const long tid = std::atol(e->d_name);
+    if (auto it = tid_of.find(idx); it != tid_of.end() && it->second < tid) continue;
+    tid_of[idx] = tid;
     FILE* f = std::fopen((base + "/stat").c_str(), "r");
     if (!f) continue;
     char buf[1024];
