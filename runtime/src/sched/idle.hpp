@@ -24,12 +24,13 @@
 // store-buffer way — it is ordered before a racing parker's RMW while the
 // parker's re-check misses the push still in this worker's store buffer —
 // and then it saw the parker still searching or unparked. Every later push
-// reads state_ again and sees the parker gone (a fan-out pushes again within
-// microseconds); a worker that pushes no more runs down its ring alone (the
-// loss ends with it), and one stuck inside a single fiber is seen by the
-// monitor within two of its 10 ms ticks, which then wakes a parked worker for
-// its ring (monitor.cpp). An RMW per push would close the window but turns the shared
-// line into a ping-pong between busy workers on every push.
+// reads state_ again and, the parker's RMW being visible by then (stores
+// become visible to relaxed loads in finite time), sees it parked (a fan-out
+// pushes again within microseconds); a worker that pushes no more runs down
+// its ring alone (the loss ends with it), and one stuck inside a single fiber
+// is seen by the monitor within two of its 10 ms ticks, which then wakes a
+// parked worker for its ring (monitor.cpp). An RMW per push would close the
+// window, but would bounce the shared line between busy workers on every push.
 #pragma once
 #include <atomic>
 #include <cstdint>
