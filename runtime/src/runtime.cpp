@@ -85,8 +85,8 @@ runtime_impl::runtime_impl(const runtime_options& o)
       &blocking);
 }
 
-void runtime_impl::notify_parked() noexcept {
-  int w = idle_state.worker_to_notify();
+void runtime_impl::notify_parked(int except) noexcept {
+  int w = idle_state.worker_to_notify(except);
   if (w >= 0) workers[static_cast<unsigned>(w)]->park_token.unpark(io);
 }
 

@@ -24,7 +24,9 @@ namespace herd::rt {
 struct runtime_impl {
   explicit runtime_impl(const runtime_options& o);
 
-  void notify_parked() noexcept;  // any thread: wake one parked worker if useful
+  // Any thread: wake one parked worker if useful. `except`: the calling
+  // worker's id when it is awake and only wants help (never itself).
+  void notify_parked(int except = -1) noexcept;
   void record_long_schedule(const fiber* f, uint64_t ms);
   void note_parking(int delta) noexcept { mon.note_parking(delta); }
 

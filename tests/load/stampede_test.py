@@ -16,6 +16,9 @@ Passes when:
     segment caches and glibc's arenas happen to keep varies by 0.5-1.5 MB
     from run to run at this size. A leak of even 1 KB per killed connection
     (some 2,600 of them) would exceed it.
+Under a sanitizer build (HERD_SANITIZED=1, set by CTest there) the RSS
+figures are printed but not checked: shadow memory and the quarantine make
+them meaningless.
 A supervisor kill stays under the listener's restart intensity (10 in 10 s),
 as an operator's would: this is about surviving kills, not about escalation.
 Prints one STAMPEDE line with the figures. Bounded in time; every process it
@@ -35,7 +38,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools"))
-from herdlib import port_of, rss_less_lazyfree_kb  # noqa: E402
+from herdlib import SANITIZED, note_unchecked_memory, port_of, rss_less_lazyfree_kb  # noqa: E402
 
 
 ALLOCATOR_SLACK_KB = 2048
@@ -219,7 +222,8 @@ def main():
         actors_after, rss_after = settle(obs, srv.pid, baseline)
         if actors_after != baseline:
             fail(f"{actors_after} actors after the stampede, {baseline} before")
-        if rss_after > 1.10 * rss_clean + ALLOCATOR_SLACK_KB:
+        note_unchecked_memory()
+        if not SANITIZED and rss_after > 1.10 * rss_clean + ALLOCATOR_SLACK_KB:
             print(biggest_mappings(srv.pid), flush=True)
             fail(f"RSS less LazyFree {rss_after} kB after the stampede, {rss_clean} kB after a clean run")
         print(f"STAMPEDE connections={a.connections} seconds={a.seconds} rt_per_s={r['rt_per_s']} "

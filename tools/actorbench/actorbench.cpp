@@ -19,7 +19,8 @@ int usage(const char* why) {
                "actorbench: %s\n"
                "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate]\n"
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
-               "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS\n",
+               "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS |\n"
+               "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup)\n",
                why);
   return 2;
 }
@@ -59,11 +60,13 @@ int main(int argc, char** argv) {
       c.workload == "call" || c.workload == "restart")
     want = 1;
   else if (c.workload == "pingpong_many" || c.workload == "ring" || c.workload == "fanin") want = 2;
+  else if (c.workload == "fanout") want = 3;
   else return usage(("unknown workload '" + c.workload + "'").c_str());
   if (c.args.size() != want) return usage("wrong number of arguments");
   if (c.hibernate && c.workload != "spawn_idle") return usage("--hibernate is for spawn_idle");
   for (uint64_t a : c.args)
     if (a == 0) return usage("arguments must be positive");
+  if (c.workload == "fanout") return actorbench::run_fanout(c);  // its own nodes, one per worker count
 
   size_t max_actors = 1 << 20;
   if (c.workload == "spawn_idle" && c.args[0] + 1024 > max_actors) max_actors = c.args[0] + 1024;

@@ -3,17 +3,34 @@
 // `state_` packs (unparked << 16) | searching. At most half the workers search
 // at once; a worker that finds work while searching and was the last searcher
 // wakes one parked worker (work tends to come in bunches), so wake-ups spread
-// one at a time instead of as a thundering herd.
+// one at a time instead of as a thundering herd. "Finds work" means any fiber
+// it picks, from its own ring or run next as well as by stealing: a worker
+// that stayed a searcher while it ran its own ring kept the one search slot
+// of a two-worker node, and its pushes, seeing a searcher, woke nobody — the
+// chat fan-out of issue 13 ran on one core while the other stayed parked.
 //
 // Lost wake-up argument: a foreign producer publishes work (an injection
 // queue push), then reads state_ with a seq_cst RMW in should_notify(). A
 // worker going to park decrements state_ with a seq_cst RMW, then — if it was
 // the last searcher — re-checks every queue (worker::work_pending_anywhere).
 // Both RMWs hit the same word, so either the producer sees the parked count
-// and wakes someone, or the parking worker sees the work. A worker pushing onto
-// its own ring only takes a relaxed look (should_notify_hint): it will run
-// that fiber itself if nobody else does, so a miss costs parallelism for a
-// moment, never a wake-up.
+// and wakes someone, or the parking worker sees the work.
+//
+// A worker pushing onto its own ring only takes a relaxed look
+// (should_notify_hint: no searcher and someone parked, tokio's condition
+// without its RMW). Nothing is lost if the look is stale: this worker runs
+// that fiber itself if nobody else does. What a stale look costs is
+// parallelism, and for a bounded time. The look can be stale only in the
+// store-buffer way — it is ordered before a racing parker's RMW while the
+// parker's re-check misses the push still in this worker's store buffer —
+// and then it saw the parker still searching or unparked. Every later push
+// reads state_ again and, the parker's RMW being visible by then (stores
+// become visible to relaxed loads in finite time), sees it parked (a fan-out
+// pushes again within microseconds); a worker that pushes no more runs down
+// its ring alone (the loss ends with it), and one stuck inside a single fiber
+// is seen by the monitor within two of its 10 ms ticks, which then wakes a
+// parked worker for its ring (monitor.cpp). An RMW per push would close the
+// window, but would bounce the shared line between busy workers on every push.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -35,26 +52,32 @@ class idle {
     return searching(s) == 0 && unparked(s) < workers_;
   }
 
-  // A worker that pushed onto its own ring. A relaxed look is enough here: if
-  // it misses a worker that is just parking, the fiber is not lost — this
-  // worker runs its own ring — only the parallelism waits for the next
-  // push; and a read-modify-write on this shared word per push costs a
-  // cache-line transfer between busy workers.
+  // A worker that pushed onto its own ring: no searcher and someone parked.
+  // Relaxed: see "a worker pushing onto its own ring" above.
   bool should_notify_hint() const noexcept {
     uint32_t s = state_.load(std::memory_order_relaxed);
     return searching(s) == 0 && unparked(s) < workers_;
   }
 
   // Any thread. The worker to unpark (counted as unparked and searching from
-  // now on), or -1.
-  int worker_to_notify() {
+  // now on), or -1. `except`: the calling worker, never chosen. A worker
+  // dispatching I/O readiness inside its own park is still on the sleepers'
+  // list; "waking" itself would count it as a searcher while it runs what it
+  // just pushed, and leave the others parked.
+  int worker_to_notify(int except = -1) {
     if (!should_notify()) return -1;
     std::lock_guard<std::mutex> g(m_);
-    if (!should_notify() || sleepers_.empty()) return -1;
-    state_.fetch_add((1u << 16) | 1u, std::memory_order_seq_cst);
-    int w = static_cast<int>(sleepers_.back());
-    sleepers_.pop_back();
-    return w;
+    if (!should_notify()) return -1;
+    for (std::size_t i = sleepers_.size(); i-- > 0;) {
+      if (static_cast<int>(sleepers_[i]) == except) continue;
+      // seq_cst: the same word as should_notify() and the parkers' RMWs.
+      state_.fetch_add((1u << 16) | 1u, std::memory_order_seq_cst);
+      int w = static_cast<int>(sleepers_[i]);
+      sleepers_[i] = sleepers_.back();
+      sleepers_.pop_back();
+      return w;
+    }
+    return -1;
   }
 
   // The worker itself. False if enough workers are searching already.
@@ -65,7 +88,8 @@ class idle {
     return true;
   }
 
-  // The worker itself. True if it was the last searcher.
+  // The worker itself, searching, about to run a fiber it found (anywhere).
+  // True if it was the last searcher: it then wakes one more.
   bool transition_from_searching() noexcept {
     return searching(state_.fetch_sub(1, std::memory_order_seq_cst)) == 1;
   }

@@ -17,6 +17,41 @@
 //      monitor saw the victim inside one fiber for over 10 ms;
 //   8. polling I/O without blocking; then parking.
 //
+// Searching (idle.hpp has the protocol and its lost wake-up argument): a
+// worker that ran dry becomes a searcher (at most half the workers at once)
+// before it steals; a parked worker that is woken starts as one. It stops at
+// the first fiber it picks, wherever that came from (end_search): a worker
+// woken while its own park dispatched I/O onto its ring finds work in step 5,
+// not step 7, and one that stayed a searcher while it ran its ring kept the
+// others from searching and its pushes from waking them (issue 13: a fan-out
+// on one core of two). The last searcher to find work wakes one more. A push
+// onto the ring wakes a parked worker only when nobody searches (a relaxed
+// look; a searcher will find the ring), and never the pusher itself.
+//
+// Atomic orderings used here, and what each pairs with:
+//   run_next  put: release store into an empty slot (only the owner puts), or
+//             acq_rel exchange over an occupant; take: acq_rel exchange (owner
+//             or a thief on its last pass). Each take acquires the put that
+//             published the fiber's saved context. The relaxed loads before
+//             them only skip a needless exchange.
+//   stopping  acquire load; pairs with runtime::stop's release store (what
+//             stop wrote before is seen by the exiting worker).
+//   the idle word (idle.hpp): seq_cst RMWs for every transition; the one
+//             relaxed read is the push hint, argued there. The last searcher's
+//             re-check before parking (work_pending_anywhere) reads the
+//             global queues' counts seq_cst after its own seq_cst RMW: a
+//             foreign producer pushes, then does its seq_cst RMW on the same
+//             idle word, so one of the two sees the other. The rings and run
+//             next slots belong to awake workers, which run them themselves;
+//             their relaxed reads are covered by the hint's argument.
+//   ring      local_queue.hpp's own argument (publish, free, tail-not-behind).
+//   switches, steals, stolen, parks, parked_tsc, parked_since_tsc, running,
+//   stuck, a fiber's reductions / last_run_ms / stack_top / low_sp: relaxed,
+//             single writer, read by the monitor, metrics and the observer
+//             as hints; nothing is published through them.
+//   foreign_dirty: relaxed; a late look delays a trim, the pool itself is
+//             under foreign_stacks_m.
+//
 // Maintenance (timers due, a non-blocking I/O poll, a quiescent-state report
 // for reclamation) runs every 61 picks or every 1 ms, whichever is first — an
 // idle-only poll is how BEAM's acceptors starve under load. The TSC is read
@@ -111,6 +146,7 @@ void worker::thread_main() {
     fiber* f = next_local();
     if (!f) f = next_remote();
     if (f) {
+      if (searching_) end_search();
       run(f);
       continue;
     }
@@ -182,12 +218,16 @@ fiber* worker::next_remote() {
     found = ring.pop();
     if (!found) found = run_next.exchange(nullptr, std::memory_order_acq_rel);
   }
-  if (found && searching_) {
-    searching_ = false;
-    // The last searcher found work: there may be more, let another search.
-    if (rt.idle_state.transition_from_searching()) rt.notify_parked();
-  }
   return found;
+}
+
+// Whatever the searcher found — stolen, injected, or its own ring and run next
+// (a worker notified while epoll_wait dispatched wake-ups onto its own ring
+// finds them there) — it is no longer searching. If it was the last searcher
+// there may be more work: one more worker goes to look.
+void worker::end_search() {
+  searching_ = false;
+  if (rt.idle_state.transition_from_searching()) rt.notify_parked(static_cast<int>(id));
 }
 
 fiber* worker::steal() {
@@ -371,7 +411,10 @@ void worker::schedule_local(fiber* f) {
     if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { rt.inject.push_bulk(items, n); }))
       break;
   }
-  if (rt.n_workers > 1 && rt.idle_state.should_notify_hint()) rt.notify_parked();
+  // Help for the ring: only when nobody searches and someone is parked (a
+  // relaxed look; why that is enough: idle.hpp). Never this worker itself,
+  // though it is still on the sleepers' list while its park dispatches I/O.
+  if (rt.n_workers > 1 && rt.idle_state.should_notify_hint()) rt.notify_parked(static_cast<int>(id));
 }
 
 void worker::schedule(fiber* f, bool from_fiber) {

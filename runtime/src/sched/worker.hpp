@@ -59,6 +59,7 @@ class worker {
   fiber* next_local();
   fiber* next_remote();
   fiber* steal();
+  void end_search();
   fiber* from_inject(fiber* f);
   void run(fiber* f);
   void begin_slice(fiber* f);
