@@ -5,12 +5,18 @@
 // running ones switch at their next line when it lists theirs in
 // upgrade_from; the old version is unloaded when the last one has left it.
 //
-//   hot_swap_server --port P --module-dir DIR [--module NAME] [--workers N]
-//                   [other echo_server options]
+//   hot_swap_server --port P --module-dir DIR [--module NAME]
+//                   [--purge soft|kill] [--purge-timeout-ms MS]
+//                   [--workers N] [other echo_server options]
 //
 // NAME is the module the connections run (default line_handler, whose
 // versions answer "<version> <n> <line>"; echo_handler echoes, for
-// swap_bench.py).
+// swap_bench.py). The server refuses to start when the module it loads from
+// DIR is not NAME. --purge: what a SIGHUP load does when the version before
+// the running one is still in use — soft (default) refuses the load, kill
+// kills the connections still on it (after --purge-timeout-ms, default 5000,
+// the load fails if something still holds it). Idle connections do not hold
+// it: they switch when a version that takes their state is loaded.
 //
 // Prints "listening on ADDR:PORT", and "loaded NAME VERSION from FILE in MS ms"
 // (or "load failed: WHY" on stderr, keeping what runs) for each load.
@@ -23,6 +29,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -33,6 +40,24 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string g_loaded;  // the file last loaded (root process only)
+std::string g_module;  // --module
+herd::modules::load_options g_load_options;  // --purge, --purge-timeout-ms
+
+const char* const own_usage =
+    "usage: hot_swap_server --module-dir DIR [--module NAME] [--purge soft|kill] [--purge-timeout-ms MS]\n"
+    "                       --port P [server options, below]\n"
+    "  --module-dir DIR       (required) loads the newest *.so in DIR at start and on SIGHUP\n"
+    "  --module NAME          the module connections run (default line_handler); refused at start\n"
+    "                         when the module loaded from DIR is another one\n"
+    "  --purge soft|kill      when the version before the running one is still in use at a load:\n"
+    "                         soft (default) refuses the load, kill kills the connections on it\n"
+    "  --purge-timeout-ms MS  with --purge kill: how long to wait for them (default 5000)\n";
+
+bool current_version_of(const std::string& name) {
+  for (const auto& v : herd::modules::list())
+    if (v.name == name && v.state == "current") return true;
+  return false;
+}
 
 // The newest *.so in the module directory, or empty.
 std::string newest_module(const std::string& dir) {
@@ -63,35 +88,75 @@ bool load_newest(bool at_start) {
     return true;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  herd::modules::load_result r = herd::modules::load(file);
+  herd::modules::load_result r = herd::modules::load(file, g_load_options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r) {
-    std::fprintf(stderr, "hot_swap_server: load failed: %s\n", r.message.c_str());
+    const bool hint = r.code == herd::modules::load_errc::old_version_in_use;
+    std::fprintf(stderr, "hot_swap_server: load failed: %s%s\n", r.message.c_str(),
+                 hint ? " (hot_swap_server --purge kill does that)" : "");
     return !at_start;
   }
   g_loaded = file;
   std::printf("loaded %s %s from %s in %.1f ms\n", r.module.c_str(), r.version.c_str(), file.c_str(), ms);
   std::fflush(stdout);
+  if (r.module != g_module) {
+    // Connections would each fail with "no current version".
+    std::fprintf(stderr, "hot_swap_server: %s holds module %s, not %s (the one connections run: --module NAME)\n",
+                 file.c_str(), r.module.c_str(), g_module.c_str());
+    return !at_start && current_version_of(g_module);
+  }
   return true;
+}
+
+[[noreturn]] void own_usage_error(const std::string& why) {
+  std::fprintf(stderr, "hot_swap_server: %s\n%s", why.c_str(), own_usage);
+  std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --module-dir is this program's own; the rest are server_main's.
+  // Its own options here; the rest are server_main's.
   std::vector<char*> rest{argv[0]};
-  std::string dir, module = "line_handler";
+  std::string dir;
+  g_module = "line_handler";
+  bool help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--module-dir" || a == "--module") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "hot_swap_server: %s needs a value\n", argv[i]);
-        return 2;
-      }
-      (a == "--module" ? module : dir) = argv[++i];
-    } else {
-      rest.push_back(argv[i]);
+    if (a == "--help" || a == "-h") {
+      help = true;
+      continue;
     }
+    if (a != "--module-dir" && a != "--module" && a != "--purge" && a != "--purge-timeout-ms") {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    if (i + 1 >= argc) own_usage_error(std::string(a) + " needs a value");
+    const std::string v = argv[++i];
+    if (a == "--module-dir") {
+      dir = v;
+    } else if (a == "--module") {
+      if (v.empty()) own_usage_error("--module: the name is empty");
+      g_module = v;
+    } else if (a == "--purge") {
+      if (v != "soft" && v != "kill") own_usage_error("--purge: '" + v + "' is not soft or kill");
+      g_load_options.purge = v == "kill" ? herd::modules::purge_mode::kill : herd::modules::purge_mode::soft;
+    } else {
+      char* end = nullptr;
+      const long ms = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || ms < 1 || ms > 3'600'000)
+        own_usage_error("--purge-timeout-ms: '" + v + "' is not a number in [1, 3600000]");
+      g_load_options.purge_timeout = std::chrono::milliseconds(ms);
+    }
+  }
+  if (help) {
+    // Ours on stdout, then server_main's usage of the shared options (which
+    // ends the program as its --help does).
+    std::fputs(own_usage, stdout);
+    std::fflush(stdout);
+    char* shared[] = {argv[0], const_cast<char*>("--help"), nullptr};
+    (void)example::parse_server_options("hot_swap_server", 2, shared, {"--first-data-timeout-ms"});
+    return 0;
   }
   // The module's handler owns the connection from its first byte on.
   example::server_options o =
@@ -104,7 +169,7 @@ int main(int argc, char** argv) {
   }
   herd::modules::set_module_dir(dir);
   herd::net::protocol_options po{.idle_hibernate = o.idle_hibernate};
-  return example::server_main("hot_swap_server", o, herd::net::module_protocol(module, po),
+  return example::server_main("hot_swap_server", o, herd::net::module_protocol(g_module, po),
                               {.before_listen = [] { return load_newest(true); },
                                .on_hangup = [] { load_newest(false); }});
 }

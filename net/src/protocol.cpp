@@ -1,13 +1,26 @@
 // The connection loop behind module_protocol: one actor per connection,
 // {active, once}, and a handler_ref to the module's handler. Versions switch
-// only here, between messages: after a tcp_data is taken from the mailbox and
-// before the handler sees it, and before the actor hibernates (so an idle
-// connection does not keep an old version loaded for as long as it idles).
+// only here, between messages: after a message is taken from the mailbox and
+// before the handler sees it, and before the actor hibernates.
+//
+// The handler is watched (handler_ref::watch): when its version stops being
+// current, a modules::code_changed arrives. A connection asleep in hibernate
+// wakes for it, upgrades and hibernates again at once; one waiting in its
+// idle receive upgrades and goes on waiting. So a load switches every idle
+// connection that can switch, and the old version unloads without waiting for
+// bytes that may never come.
+//
+// Every message is taken: the TCP ones, listener_draining and code_changed
+// here, anything else through on_message — a message left in the mailbox
+// would keep the actor from hibernating and, if module code made it, its
+// version loaded.
+//
 // The handler_ref travels in the hibernate continuation, which is host code:
 // the module stays referenced by the handler alone.
 #include <herd/net/protocol.hpp>
 
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 
 namespace herd::net {
@@ -15,35 +28,58 @@ namespace {
 
 using handler = herd::handler_ref<protocol>;
 
-enum class step { more, done, idle };
+enum class step {
+  more,      // go on
+  done,      // end the connection
+  idle,      // nothing came for idle_hibernate: hibernate
+  switched,  // only a code change happened: a hibernated connection sleeps again
+};
 
-void serve(handler h, tcp_socket s, protocol_options o);
+void switch_if_outdated(handler& h) {
+  if (h.outdated()) herd::modules::upgrade(h);
+}
 
 step next_message(handler& h, tcp_socket& s, const protocol_options& o) {
   return herd::receive(
       [&](tcp_data& d) {
-        if (h.outdated()) herd::modules::upgrade(h);
+        switch_if_outdated(h);
         if (!h->on_data(s, d.data.view())) return step::done;
         return s.set_active(active::once()) ? step::more : step::done;
       },
       [](const tcp_closed&) { return step::done; },
       [](const tcp_error&) { return step::done; },
-      [](const listener_draining&) { return step::done; },
+      [&](const listener_draining&) {
+        switch_if_outdated(h);
+        return h->on_draining(s) ? step::more : step::done;
+      },
+      [&](const herd::modules::code_changed&) {
+        switch_if_outdated(h);
+        return step::switched;
+      },
+      [&](const herd::any_message& m) {
+        switch_if_outdated(h);
+        return h->on_message(s, m) ? step::more : step::done;
+      },
       herd::after(o.idle_hibernate, [] { return step::idle; }));
 }
 
-void serve(handler h, tcp_socket s, protocol_options o) {
+// `woken`: called from the hibernate continuation.
+void serve(handler h, tcp_socket s, protocol_options o, bool woken) {
   for (;;) {
-    switch (next_message(h, s, o)) {
+    step st = next_message(h, s, o);
+    if (st == step::switched && woken) st = step::idle;
+    woken = false;
+    switch (st) {
       case step::more:
+      case step::switched:
         break;
       case step::done:
         h->on_close(s);
         return;
       case step::idle:
-        if (h.outdated()) herd::modules::upgrade(h);
+        switch_if_outdated(h);
         herd::hibernate([h = std::move(h), s = std::move(s), o]() mutable {
-          serve(std::move(h), std::move(s), o);
+          serve(std::move(h), std::move(s), o, true);
         });
     }
   }
@@ -51,15 +87,20 @@ void serve(handler h, tcp_socket s, protocol_options o) {
 
 }  // namespace
 
+herd::timer_ref start_timer(std::chrono::milliseconds delay, uint64_t tag) {
+  return herd::send_after(delay, herd::self(), protocol_timer{tag});
+}
+
 connection_handler module_protocol(std::string module, protocol_options o) {
   return [module = std::move(module), o](tcp_socket s) {
     handler h = herd::modules::create<protocol>(module);
+    h.watch();
     h->on_connect(s);
     if (!s.valid() || !s.set_active(active::once())) {
       h->on_close(s);
       return;
     }
-    serve(std::move(h), std::move(s), o);
+    serve(std::move(h), std::move(s), o, false);
   };
 }
 

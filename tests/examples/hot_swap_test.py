@@ -3,6 +3,8 @@
 
     hot_swap_test.py SERVER HANDLER_V1 HANDLER_V2 [--connections N]
     hot_swap_test.py --failures SERVER HANDLER_V1
+    hot_swap_test.py --options SERVER ECHO_SERVER ECHO_V1
+    hot_swap_test.py --purge SERVER HANDLER_V1 HANDLER_V2
 
 1,000 connections each keep one line outstanding. After 2 s handler_v2.so is
 renamed into the module directory and the server gets SIGHUP. Checks: no
@@ -13,6 +15,12 @@ leaves /proc/PID/maps once no connection runs it; SIGTERM drains, exit 0.
 --failures: bad options (exit 2), a directory without a module or with a
 broken one (exit 1, saying why), and a broken module loaded by SIGHUP while
 v1 runs (refused, v1 goes on answering).
+--options: --help lists the server's own options (exit code as echo_server
+--help's); a directory whose module is not the one connections run (no
+--module given) is refused at start (exit 1, saying which); bad --purge.
+--purge: a connection left on v2 by a downgrade to v1 holds v2 when v2 is
+deployed again: refused by default (the message names --purge kill), loaded
+with --purge kill, which ends that connection; new connections get the new v2.
 Prints HOTSWAP lines with the figures. Bounded in time; every process it
 starts is stopped by its PID.
 """
@@ -135,9 +143,124 @@ def failures(server, v1):
         shutil.rmtree(moddir, ignore_errors=True)
 
 
+def options(server, echo_server, echo_v1):
+    r = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=20)
+    e = subprocess.run([echo_server, "--help"], capture_output=True, text=True, timeout=20)
+    for flag in ("--module-dir DIR", "--module NAME", "--purge soft|kill", "--purge-timeout-ms MS"):
+        if flag not in r.stdout:
+            fail(f"--help does not list {flag}: {r.stdout!r}")
+    if "--port" not in r.stdout + r.stderr or r.returncode != e.returncode:
+        fail(f"--help: exit {r.returncode} (echo_server's: {e.returncode}), shared options missing: {r.stderr!r}")
+    moddir = tempfile.mkdtemp(prefix="hot_swap_opts_")
+    try:
+        shutil.copy(echo_v1, os.path.join(moddir, "echo_v1.so"))
+        r = subprocess.run([server, "--port", "0", "--bind", "127.0.0.1", "--module-dir", moddir],
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 1 or "holds module echo_handler, not line_handler" not in r.stderr \
+                or "--module NAME" not in r.stderr or "listening on" in r.stdout:
+            fail(f"a directory without the module connections run: exit {r.returncode}, "
+                 f"stdout {r.stdout!r}, stderr {r.stderr!r}")
+        r = subprocess.run([server, "--port", "0", "--module-dir", moddir, "--purge", "hard"],
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 2 or "--purge: 'hard' is not soft or kill" not in r.stderr:
+            fail(f"--purge hard: exit {r.returncode}, stderr {r.stderr!r}")
+        print("PASS", flush=True)
+    finally:
+        shutil.rmtree(moddir, ignore_errors=True)
+
+
+def purge(server, v1, v2):
+    def deploy(src, name):
+        time.sleep(0.05)  # a newer modification time than the last one
+        tmp = os.path.join(moddir, "." + name + ".tmp")
+        shutil.copy(src, tmp)
+        os.utime(tmp)
+        os.rename(tmp, os.path.join(moddir, name))
+
+    def start(*extra):
+        p = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--module-dir", moddir, *extra],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        p.stdout.readline()
+        return p, int(p.stdout.readline().strip().rsplit(":", 1)[1])
+
+    def hup(p, want):
+        p.send_signal(signal.SIGHUP)
+        line = p.stdout.readline()
+        if not line.startswith(want):
+            fail(f"after SIGHUP expected {want!r}, got {line!r}; stderr so far: {p.stderr.read() if p.poll() is not None else ''!r}")
+
+    def ask(f, text):
+        f.write(text.encode() + b"\n")
+        f.flush()
+        return f.readline().decode()
+
+    procs = []
+    moddir = tempfile.mkdtemp(prefix="hot_swap_purge_")
+    try:
+        for mode in ("soft", "kill"):
+            for name in os.listdir(moddir):
+                os.unlink(os.path.join(moddir, name))
+            deploy(v1, "a_v1.so")
+            p, port = start(*(["--purge", "kill"] if mode == "kill" else []))
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                f = s.makefile("rwb")
+                if ask(f, "one") != "v1 1 one\n":
+                    fail("v1 did not answer")
+                deploy(v2, "b_v2.so")
+                hup(p, "loaded line_handler v2")
+                if ask(f, "two") != "v2 2 two\n":
+                    fail("the connection did not switch to v2")
+                deploy(v1, "c_v1.so")  # a downgrade: v1 does not take v2's state, the connection stays on v2
+                hup(p, "loaded line_handler v1")
+                if ask(f, "three") != "v2 3 three\n":
+                    fail("the connection left v2 at a downgrade")
+                time.sleep(0.05)
+                deploy(v2, "d_v2.so")
+                if mode == "soft":
+                    p.send_signal(signal.SIGHUP)
+                    if ask(f, "four") != "v2 4 four\n":
+                        fail("a refused load ended the connection")
+                    if first_answer_sync(port) != "v1 1 fresh\n":
+                        fail("after a refused load a new connection is not served by v1")
+                else:
+                    hup(p, "loaded line_handler v2")
+                    f.write(b"four\n")
+                    f.flush()
+                    if f.readline() != b"":
+                        fail("the connection on the purged version was not ended")
+                    if first_answer_sync(port) != "v2 1 fresh\n":
+                        fail("after the purge a new connection is not served by the new v2")
+            p.send_signal(signal.SIGTERM)
+            if p.wait(timeout=15) != 0:
+                fail(f"{mode}: exit code {p.returncode}")
+            err = p.stderr.read()
+            if mode == "soft" and ("old version v2 is still in use" not in err or "--purge kill" not in err):
+                fail(f"the soft refusal did not say why and what to do: {err!r}")
+        print("PASS", flush=True)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(moddir, ignore_errors=True)
+
+
+def first_answer_sync(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        f = s.makefile("rwb")
+        f.write(b"fresh\n")
+        f.flush()
+        return f.readline().decode()
+
+
 def main():
     if sys.argv[1] == "--failures":
         return failures(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "--options":
+        return options(*sys.argv[2:5])
+    if sys.argv[1] == "--purge":
+        return purge(*sys.argv[2:5])
     server, v1, v2 = sys.argv[1:4]
     n_conns = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--connections" else 1000
     moddir = tempfile.mkdtemp(prefix="hot_swap_test_")  # 0700: the loader refuses others' dirs

@@ -50,3 +50,35 @@ TEST_CASE("load loads a module, modules lists current and old versions with thei
   herd::send(holder, obs_msgs::stop_root{});
   CHECK(eventually([&] { return c.ask(req("process", {{"pid", holder.to_string()}}))["ok"] == false; }));
 }
+
+TEST_CASE("load with purge kill kills the processes still on the version before the current one; soft refuses") {
+  module_fixture::sandbox s;
+  std::string v1 = s.deploy("greeter_v1", "greeter_v1.so");
+  std::string v2 = s.deploy("greeter_v2", "greeter_v2.so");
+  std::string v3 = s.deploy("greeter_v3", "greeter_v3.so");
+  live_node n(2, [](root_ctx&) {});
+  client c(n.socket());
+  REQUIRE(c.ask(req("load", {{"path", v1}}), 30s)["ok"] == true);
+  // Holds a v1 handler and never switches it: v1 stays in use.
+  herd::pid holder = herd::spawn([] {
+    auto h = herd::modules::create<module_fixture::greeter>("greeter");
+    herd::receive([](obs_msgs::stop_root) {});
+  });
+  REQUIRE(eventually([&] { return module_fixture::info("greeter", "1").actors.size() == 1; }));
+  REQUIRE(c.ask(req("load", {{"path", v2}}), 30s)["ok"] == true);
+
+  json soft = c.ask(req("load", {{"path", v3}}), 30s);
+  INFO(soft.dump());
+  CHECK(soft["error"]["code"] == "failed");
+  CHECK(soft["error"]["message"].get<std::string>().find("still in use") != std::string::npos);
+  json bad = c.ask(req("load", {{"path", v3}, {"purge", "hard"}}), 30s);
+  CHECK(bad["error"]["code"] == "bad_request");
+  CHECK(c.ask(req("process", {{"pid", holder.to_string()}}))["ok"] == true);
+
+  json killed = c.ask(req("load", {{"path", v3}, {"purge", "kill"}, {"purge_timeout_ms", 20000}}), 60s);
+  INFO(killed.dump());
+  CHECK(killed["ok"] == true);
+  CHECK(killed["result"] == json({{"name", "greeter"}, {"version", "3"}}));
+  CHECK(eventually([&] { return c.ask(req("process", {{"pid", holder.to_string()}}))["ok"] == false; }));
+  CHECK(module_fixture::info("greeter", "1").state.empty());
+}

@@ -161,6 +161,10 @@ def kill_load_set_max(cli):
         expect_ok(r, "load")
         expect(r.stdout == "loaded hot_swap_handler v3\n", "load output", r.stdout)
         expect(node.requests()[-1]["path"] == "/srv/modules/handler_v3.so", "load path", node.requests()[-1])
+        expect("purge" not in node.requests()[-1], "load: no purge field, the node's default", node.requests()[-1])
+        r = run_cli(cli, "--socket", node.socket, "load", "/srv/modules/handler_v3.so", "--purge", "kill")
+        expect_ok(r, "load --purge kill")
+        expect(node.requests()[-1]["purge"] == "kill", "load --purge kill sends purge", node.requests()[-1])
         r = run_cli(cli, "--socket", node.socket, "load", "/srv/modules/missing.so")
         expect(r.returncode == 1 and r.stderr.startswith("herd-observer: the node answered failed: /srv/modules/"
                                                          "missing.so: cannot open shared object file"),

@@ -83,6 +83,8 @@ def wrong_arguments(cli):
             (["--socket", s, "process", "<5>"], "'<5>' is not a pid"),
             (["--socket", s, "kill", "5.0", "kill", "now"], "kill takes a PID and an optional REASON"),
             (["--socket", s, "load"], "load takes one PATH"),
+            (["--socket", s, "load", "m.so", "--purge", "hard"], "--purge: 'hard' is not soft or kill"),
+            (["--socket", s, "tree", "--purge", "kill"], "tree does not take --purge"),
             (["--socket", s, "set_max_connections", "echo_server"], "set_max_connections takes a LISTENER"),
             (["--socket", s, "set_max_connections", "echo_server", "-3"], "set_max_connections: '-3' is not a"),
             (["--socket", s, "trace", "5.0", "--limit", "10001"], "--limit: '10001' is not a number in 1..10000"),

@@ -9,6 +9,7 @@
 #include <herd/actors/detail/body.hpp>
 #include <herd/actors/module.hpp>
 #include <herd/actors/process.hpp>
+#include <herd/actors/send.hpp>
 
 #include "code/registry.hpp"
 
@@ -38,25 +39,27 @@ module_version* reserve_current(std::string_view name, uint64_t interface_id, st
   return v;
 }
 
-void unreserve(module_version* v, pid owner) noexcept {
+void unreserve(module_version* v, pid owner, bool watched = false) noexcept {
   {
     registry& r = registry::get();
     std::lock_guard<std::mutex> g(r.m);
     registry::untrack_locked(v, owner);
+    if (watched) registry::unwatch_locked(v, owner);
   }
   module_release(v->anchor);
 }
 
-// Calls the factory of v. On an exception, drops v's reservation and throws
-// module_error (after the module's exception object is gone).
-handler* make(module_version* v, pid owner, const char* what) {
+// Calls the factory of v. On an exception, drops v's reservation (and the
+// watcher entry, if `watched`) and throws module_error (after the module's
+// exception object is gone).
+handler* make(module_version* v, pid owner, const char* what, bool watched = false) {
   std::string failure;
   try {
     return v->desc->create();
   } catch (...) {
     failure = code::module_exception_text();
   }
-  unreserve(v, owner);
+  unreserve(v, owner, watched);
   throw module_error("module " + v->name + " " + v->version + ": " + what + " threw " + failure);
 }
 
@@ -85,7 +88,22 @@ handler_slot create_handler(std::string_view name, uint64_t interface_id, std::s
 void destroy_handler(handler_slot& s) noexcept {
   handler_slot t = std::exchange(s, {});
   delete t.h;  // the module's destructor; returns to host code
-  unreserve(t.v, t.owner);
+  unreserve(t.v, t.owner, t.watched);
+}
+
+void watch_handler(handler_slot& s) {
+  if (!s.h || s.watched || !s.owner.valid()) return;
+  bool superseded;
+  {
+    registry& r = registry::get();
+    std::lock_guard<std::mutex> g(r.m);
+    s.v->watchers.push_back(s.owner);
+    // Under the lock commit() marks a version old and copies its watchers:
+    // either it sees us, or we see the flag.
+    superseded = s.v->superseded.load(std::memory_order_relaxed);
+  }
+  s.watched = true;
+  if (superseded) herd::send(s.owner, modules::code_changed{s.v->name});
 }
 
 bool upgrade_handler(handler_slot& s) {
@@ -101,6 +119,7 @@ bool upgrade_handler(handler_slot& s) {
     if (!nv || nv == ov || nv->interface_id != ov->interface_id || !nv->upgrades_from(ov->version)) return false;
     module_retain(nv->anchor);
     if (me.valid()) nv->actors.push_back(me);
+    if (s.watched) nv->watchers.push_back(me);
   }
   std::string failure;
   std::string state;
@@ -110,10 +129,10 @@ bool upgrade_handler(handler_slot& s) {
     failure = "export_state of " + ov->version + " threw " + code::module_exception_text();
   }
   if (!failure.empty()) {
-    unreserve(nv, me);
+    unreserve(nv, me, s.watched);
     throw module_error("module " + ov->name + ": " + failure);
   }
-  handler* nh = make(nv, me, "the factory");
+  handler* nh = make(nv, me, "the factory", s.watched);
   try {
     nh->code_change(ov->version, std::move(state));
   } catch (...) {
@@ -121,11 +140,12 @@ bool upgrade_handler(handler_slot& s) {
   }
   if (!failure.empty()) {
     delete nh;
-    unreserve(nv, me);
+    unreserve(nv, me, s.watched);
     throw module_error("module " + nv->name + " " + nv->version + ": " + failure);
   }
+  const bool watched = s.watched;
   destroy_handler(s);  // the old handler, then its reference
-  s = handler_slot{nh, nv, &nv->superseded, me};
+  s = handler_slot{nh, nv, &nv->superseded, me, watched};
   return true;
 }
 

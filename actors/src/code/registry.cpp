@@ -50,7 +50,11 @@
 // referenced (soft purge), or its actors are killed and waited for (purge),
 // then the new version becomes current and the previous one old, dropping
 // the registry's reference on it (which unloads it at once if nothing else
-// holds it). Every failure leaves the table as it was.
+// holds it). Every failure leaves the table as it was. The owners of the
+// previous version's watched handlers (handler_ref::watch) then get a
+// modules::code_changed, sent after the lock is dropped: an owner asleep in
+// hibernate or an idle receive wakes and upgrades, so idling does not pin a
+// version (the connection loop of net::protocol watches its handler).
 //
 // Invariants
 //  * A version's code is mapped while anchor->refs > 0 or it is loading.
@@ -62,6 +66,7 @@
 
 #include <herd/actors/process.hpp>
 #include <herd/actors/module.hpp>
+#include <herd/actors/send.hpp>
 
 #include "code/staging.hpp"
 
@@ -125,6 +130,14 @@ void registry::untrack_locked(module_version* v, pid p) noexcept {
   if (it != v->actors.end()) {
     *it = v->actors.back();
     v->actors.pop_back();
+  }
+}
+
+void registry::unwatch_locked(module_version* v, pid p) noexcept {
+  auto it = std::find(v->watchers.begin(), v->watchers.end(), p);
+  if (it != v->watchers.end()) {
+    *it = v->watchers.back();
+    v->watchers.pop_back();
   }
 }
 
@@ -245,10 +258,12 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
     module_version* prev = e.current;
     e.current = nv;
     if (nv) nv->state = version_state::current;
+    std::vector<pid> watchers;
     if (prev) {
       prev->state = version_state::old;
       prev->superseded.store(true, std::memory_order_relaxed);
       e.old = prev;
+      watchers = prev->watchers;  // see watch_handler (handlers.cpp)
     }
     modules::load_result ok;
     if (nv) {
@@ -259,6 +274,11 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
       ok.version = prev ? prev->version : "";
     }
     g.unlock();
+    // sys:change_code for idle owners: a hibernated one wakes, upgrades and
+    // sleeps again, instead of keeping prev loaded until its next message.
+    std::sort(watchers.begin(), watchers.end());
+    watchers.erase(std::unique(watchers.begin(), watchers.end()), watchers.end());
+    for (pid p : watchers) herd::send(p, modules::code_changed{name});
     if (prev) module_release(prev->anchor);  // the registry's "current" reference
     return ok;
   }

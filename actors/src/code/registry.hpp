@@ -46,6 +46,8 @@ class registry {
 
   // With m held: drop pid `p` from v's actors once.
   static void untrack_locked(module_version* v, pid p) noexcept;
+  // With m held: drop pid `p` from v's watchers once.
+  static void unwatch_locked(module_version* v, pid p) noexcept;
 
  private:
   void reaper_main();

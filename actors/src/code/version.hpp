@@ -39,6 +39,7 @@ struct module_version {
   // Under the registry's mutex.
   version_state state = version_state::loading;
   std::vector<pid> actors;  // one entry per live handler made in a process
+  std::vector<pid> watchers;  // one entry per watched live handler (code_changed)
 
   bool upgrades_from(std::string_view v) const {
     for (const auto& u : upgrade_from)

@@ -32,6 +32,12 @@ struct got_note {
   std::string text;
   std::string version;
 };
+struct switched {  // a watcher took a code_changed and upgraded
+  std::string version;
+};
+struct had_notice {
+  bool got;
+};
 }  // namespace module_refs_test
 using namespace module_refs_test;
 
@@ -266,4 +272,63 @@ TEST_CASE("introspection lists each version with its state, references and the p
   CHECK(v2.refs == 1);
   CHECK(v2.actors.empty());
   CHECK(v2.upgrade_from == std::vector<std::string>{"1", "1n"});
+}
+
+TEST_CASE("a watched handler's owner gets code_changed when its version stops being current (at once if it already "
+          "has, and again for the version upgrade moved it to); an unwatched one gets none", "[modules]") {
+  sandbox s;
+  std::vector<std::string> watcher_versions;
+  bool late_watcher_notified = false, unwatched_notified = true, v1_gone = false;
+  auto r = run_node(herd::test::opts(2), [&] {
+    must(modules::load(s.deploy("greeter_v1", "greeter.so")));
+    herd::pid me = herd::self();
+    herd::pid watcher = herd::spawn([me] {
+      auto h = modules::create<greeter>("greeter");
+      h.watch();
+      herd::send(me, ready{});
+      for (bool on = true; on;)
+        herd::receive(
+            [&](const modules::code_changed& c) {
+              must(c.module == "greeter" && modules::upgrade(h));
+              herd::send(me, switched{std::string(h.version())});
+            },
+            [&](go) { on = false; });
+    });
+    herd::pid late = herd::spawn([me] {
+      auto h = modules::create<greeter>("greeter");
+      herd::send(me, ready{});
+      herd::receive([](go) {});
+      h.watch();  // v2 is already current
+      bool got = herd::receive([](const modules::code_changed&) { return true; }, herd::after(10s, [] { return false; }));
+      herd::send(me, had_notice{got});
+    });
+    for (int i = 0; i < 2; ++i) herd::receive([](ready) {});
+    must(modules::load(s.deploy("greeter_v2", "greeter.so")));
+    herd::receive([&](const switched& w) { watcher_versions.push_back(w.version); });
+    herd::send(late, go{});
+    late_watcher_notified = herd::receive([](had_notice n) { return n.got; });
+    // A handler of v2 that nobody watches: the v3 load sends it nothing.
+    herd::pid unwatched = herd::spawn([me] {
+      auto h = modules::create<greeter>("greeter");
+      herd::send(me, ready{});
+      herd::receive([](go) {});
+      herd::send(me, had_notice{herd::receive([](const modules::code_changed&) { return true; },
+                                              herd::after(0ms, [] { return false; }))});
+    });
+    herd::receive([](ready) {});
+    v1_gone = wait_for([] { return info("greeter", "1").state.empty(); });
+    must(modules::load(s.deploy("greeter_v3", "greeter.so")));
+    herd::receive([&](const switched& w) { watcher_versions.push_back(w.version); });
+    herd::send(unwatched, go{});
+    unwatched_notified = herd::receive([](had_notice n) { return n.got; });
+    herd::send(watcher, go{});
+    must(herd::test::wait_live(1));
+    modules::unload("greeter");
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(watcher_versions == std::vector<std::string>{"2", "3"});
+  CHECK(late_watcher_notified);
+  CHECK(v1_gone);
+  CHECK_FALSE(unwatched_notified);
 }

@@ -19,7 +19,7 @@ constexpr std::int64_t max_trace_limit = 10'000;
 constexpr long default_trace_timeout_ms = 60'000;
 
 const std::set<std::string_view> value_options = {"--socket", "--sort", "--limit", "--name", "--status",
-                                                  "--timeout-ms"};
+                                                  "--timeout-ms", "--purge"};
 
 struct parsed_line {
   std::map<std::string, std::string> options;  // "--limit" -> "5"
@@ -91,7 +91,8 @@ const char* usage_text() {
          "  listeners                     TCP listeners and their connections\n"
          "  modules                       hot-loaded modules and their versions\n"
          "  kill PID [REASON]             exit a process (default reason: kill)\n"
-         "  load PATH                     load a module file\n"
+         "  load PATH [--purge soft|kill] load a module file (kill: kill the processes still on the\n"
+         "                                version before the current one instead of refusing)\n"
          "  set_max_connections LISTENER N|infinity\n"
          "  trace PID [--limit N] [--timeout-ms MS]   stream the next N messages and signals\n"
          "  top                           full-screen live view (q quits)\n";
@@ -144,7 +145,13 @@ invocation parse_args(int argc, char** argv) {
     }
   } else if (cmd == "load") {
     expect_positionals(cmd, args, 1, 1, "one PATH");
+    allowed = {"--purge"};
     req["path"] = args[0];
+    if (auto pg = p.options.find("--purge"); pg != p.options.end()) {
+      if (pg->second != "soft" && pg->second != "kill")
+        throw usage_error("--purge: '" + pg->second + "' is not soft or kill");
+      req["purge"] = pg->second;
+    }
   } else if (cmd == "set_max_connections") {
     expect_positionals(cmd, args, 2, 2, "a LISTENER and N|infinity");
     req["listener"] = args[0];

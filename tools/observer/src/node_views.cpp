@@ -67,7 +67,13 @@ json modules_view() {
 
 json load_view(const json& f) {
   std::string path = required_string(f, "path");
-  modules::load_result r = modules::load(path);
+  modules::load_options o;
+  if (auto p = string_field(f, "purge")) {
+    if (*p != "soft" && *p != "kill") throw request_failure{"bad_request", "purge: '" + *p + "' is not soft or kill"};
+    o.purge = *p == "kill" ? modules::purge_mode::kill : modules::purge_mode::soft;
+  }
+  o.purge_timeout = std::chrono::milliseconds(int_field(f, "purge_timeout_ms", 5000, 1, 3'600'000));
+  modules::load_result r = modules::load(path, o);
   if (!r) throw request_failure{"failed", r.message};
   return {{"name", r.module}, {"version", r.version}};
 }

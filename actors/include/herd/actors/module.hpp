@@ -124,6 +124,13 @@ struct version_info {
 // Any thread. Every version still loaded (or being loaded/unloaded).
 std::vector<version_info> list();
 
+// Sent to each process that watches a handler (handler_ref::watch) of a
+// version when that version stops being current: a newer one was loaded, or
+// the module was unloaded. A host type: it holds no module reference.
+struct code_changed {
+  std::string module;
+};
+
 }  // namespace modules
 
 namespace detail {
@@ -133,10 +140,12 @@ struct handler_slot {
   module_version* v = nullptr;
   const std::atomic<bool>* superseded = nullptr;  // the version's flag
   pid owner{};
+  bool watched = false;  // owner gets modules::code_changed (handler_ref::watch)
 };
 handler_slot create_handler(std::string_view name, uint64_t interface_id, std::string_view interface_name);
 void destroy_handler(handler_slot& s) noexcept;
 bool upgrade_handler(handler_slot& s);
+void watch_handler(handler_slot& s);
 std::string_view handler_module(const handler_slot& s) noexcept;
 std::string_view handler_version(const handler_slot& s) noexcept;
 }  // namespace detail
@@ -168,6 +177,14 @@ class handler_ref {
   // True once another version of the module became current (or the module
   // was unloaded). One relaxed load: cheap enough for every message boundary.
   bool outdated() const noexcept { return s_.superseded && s_.superseded->load(std::memory_order_relaxed); }
+
+  // From the owning process: it gets a modules::code_changed when this
+  // handler's version stops being current (at once if it already has), and
+  // so does it for the versions upgrade() moves the handler to. For an owner
+  // that sleeps (hibernates) with the handler: the notice wakes it to
+  // upgrade, so an idle process does not keep an old version loaded (BEAM's
+  // code-change signal). The owner must take the message from its mailbox.
+  void watch() { detail::watch_handler(s_); }
 
   // Destroys the handler, then drops the reference.
   void reset() noexcept {

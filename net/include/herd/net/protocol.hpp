@@ -8,6 +8,21 @@
 // bytes are the new version's. Nothing of the handler is on the stack then,
 // which is what makes the switch safe.
 //
+// A connection is an ordinary process: herd::self() inside a callback is its
+// pid. Another process pushes to it with herd::send(pid, value) — register the
+// pid where the pushers find it (herd::register_name, or a gateway process
+// that on_connect tells) — and the value arrives through on_message, as does
+// a herd::send_after(delay, herd::self(), ...) the module set itself, or a
+// start_timer. Every message in the mailbox is taken, in order, so nothing is
+// left to keep an old version loaded; a message made by module code (its own
+// types, send_after's) keeps that version loaded until it is taken.
+//
+// Idle connections switch too: the loop watches its handler
+// (handler_ref::watch), so a load wakes every connection of the old version —
+// hibernated or waiting — which upgrades and goes back to sleep, and the old
+// version unloads without waiting for their next bytes (see docs/design.md,
+// "Hot swap").
+//
 //   // line_handler.cpp, built with herd_add_module(line_v2 line_handler.cpp)
 //   struct lines final : herd::net::protocol {
 //     bool on_data(herd::net::tcp_socket& s, std::string_view bytes) override {
@@ -22,10 +37,14 @@
 //   herd::net::start_listener("lines", opts, herd::net::module_protocol("lines"));
 #pragma once
 #include <herd/actors/module.hpp>
+#include <herd/actors/process.hpp>  // self(): the connection's pid
+#include <herd/actors/receive.hpp>
+#include <herd/actors/timers.hpp>
 #include <herd/net/listener.hpp>
 #include <herd/net/tcp.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,11 +60,44 @@ class protocol : public herd::handler {
   // Bytes from the peer, as they came (no framing). false: end the
   // connection. An exception ends the actor with it (a crash report).
   virtual bool on_data(tcp_socket& sock, std::string_view bytes) = 0;
-  // The connection is over (the peer closed or reset it, on_data said so, or
-  // the listener drains); the socket may still be written to. The host
-  // closes it afterwards.
+  // Any other message: a push from another process, the module's own timer
+  // (send_after to herd::self()), a protocol_timer, a monitor's down... (the
+  // `info` of cowboy's websocket_info). Match with m.is<T>() / m.get<T>(); the
+  // value may be moved out of *m.get<T>(). A type that crosses versions (v1
+  // set the timer, v2 takes it) must keep its name and layout. false: end the
+  // connection. Default: the message is dropped.
+  virtual bool on_message(tcp_socket& sock, const herd::any_message& m) {
+    (void)sock;
+    (void)m;
+    return true;
+  }
+  // The listener drains (listener_draining). false (the default): the
+  // connection ends now (on_close follows). true: it is in the middle of
+  // something (a reply that waits for a push or a timer) and goes on until
+  // on_data or on_message returns false; the drain's timeout kills it if it
+  // never does. A reply being written by on_data when the drain begins is
+  // finished either way: this is called between messages.
+  virtual bool on_draining(tcp_socket& sock) {
+    (void)sock;
+    return false;
+  }
+  // The connection is over (the peer closed or reset it, on_data or
+  // on_message said so, or the listener drains); the socket may still be
+  // written to. The host closes it afterwards.
   virtual void on_close(tcp_socket& sock) { (void)sock; }
 };
+
+// What start_timer delivers (through on_message).
+struct protocol_timer {
+  uint64_t tag = 0;
+};
+
+// From a connection's callbacks: protocol_timer{tag} arrives at this
+// connection after `delay` (cancel with herd::cancel_timer). The message is
+// made by the host, so unlike a send_after from module code it holds no
+// reference on the module's version: a long timer set by v1 does not keep v1
+// loaded once the connection runs v2.
+herd::timer_ref start_timer(std::chrono::milliseconds delay, uint64_t tag);
 
 struct protocol_options {
   // An idle connection hibernates (gives its stack back) after this long;
