@@ -35,7 +35,7 @@ class line_reader {
       if (nl == std::string_view::npos) {
         pending_.append(bytes);
         if (pending_.size() <= max_line) return true;
-        pending_.clear();
+        drop_pending();
         skipping_ = true;
         return on_too_long();
       }
@@ -43,14 +43,26 @@ class line_reader {
       if (!pending_.empty()) line = pending_.append(line);
       bytes.remove_prefix(nl + 1);
       const bool ok = line.size() > max_line ? on_too_long() : on_line(line);
-      pending_.clear();  // after on_line: line may point into it
+      drop_pending();  // after on_line: line may point into it
       if (!ok) return false;
     }
     return true;
   }
   std::size_t pending() const noexcept { return pending_.size(); }
+  // What the partial-line buffer holds on to: at most keep_capacity when
+  // nothing is pending.
+  std::size_t capacity() const noexcept { return pending_.capacity(); }
+  static constexpr std::size_t keep_capacity = 1024;
 
  private:
+  // A long line's buffer is given back once the line is over (a client that
+  // sent one 64 KiB line would otherwise keep 64–128 KiB for good); a short
+  // one is kept for the next partial line.
+  void drop_pending() {
+    if (pending_.capacity() > keep_capacity) std::string().swap(pending_);
+    else pending_.clear();
+  }
+
   std::string pending_;
   bool skipping_ = false;
 };

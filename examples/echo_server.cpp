@@ -11,8 +11,10 @@
 //               [--first-data-timeout-ms MS]
 //
 // Prints "listening on ADDR:PORT" once it accepts (--port 0 picks a free
-// port). SIGINT or SIGTERM drains: stop accepting, give connections 5 s to
-// end, close the rest, exit 0. Bad options: a message and exit 2.
+// port). SIGINT or SIGTERM drains: stop accepting; an idle connection
+// closes at once, a busy one (data in the last 100 ms) goes on echoing
+// until its peer has been quiet for a second; after 5 s the rest are
+// stopped; exit 0. Bad options: a message and exit 2; --help: usage, exit 0.
 #include "server_main.hpp"
 
 #include <herd/actors.hpp>
@@ -26,20 +28,50 @@ namespace net = herd::net;
 std::chrono::milliseconds g_idle{1000};
 std::chrono::milliseconds g_first_data{0};  // 0: wait for a first message forever
 
+// Draining, a connection that answered data in the last drain_idle is busy:
+// a request may still be arriving, a reply still being read. It is served
+// until its peer has been quiet for drain_quiet, then closed (closing while
+// the peer still sends would reset the connection and lose the reply). Any
+// other connection closes at once.
+constexpr std::chrono::milliseconds drain_idle{100};
+constexpr std::chrono::milliseconds drain_quiet{1000};
+
+using clock = std::chrono::steady_clock;
+
+// `last`: when the reply was written (a send parked on a peer that reads
+// slowly is work under way, however long it took).
+bool echo_back(net::tcp_socket& s, net::tcp_data& d, clock::time_point& last) {
+  const bool ok = s.send(d.data.view()) && s.set_active(net::active::once());
+  last = clock::now();
+  return ok;
+}
+
+// The listener is draining: finish what is under way, then close (s's
+// destructor closes gracefully: what was echoed still arrives).
+bool finish(net::tcp_socket& s, clock::time_point last) {
+  if (clock::now() - last >= drain_idle) return false;
+  while (herd::receive([&](net::tcp_data& d) { return echo_back(s, d, last); },
+                       [](const net::tcp_closed&) { return false; },
+                       [](const net::tcp_error&) { return false; },
+                       herd::after(drain_quiet, [] { return false; }))) {
+  }
+  return false;
+}
+
 // One message: false when the connection is over. Nothing within `wait`:
-// whatever on_timeout says.
+// whatever on_timeout says. `last`: when data last came and was answered.
 template <class F>
-bool next_message(net::tcp_socket& s, std::chrono::milliseconds wait, F on_timeout) {
-  return herd::receive(
-      [&](net::tcp_data& d) { return s.send(d.data.view()) && s.set_active(net::active::once()); },
-      [](const net::tcp_closed&) { return false; },
-      [](const net::tcp_error&) { return false; }, herd::after(wait, std::move(on_timeout)));
+bool next_message(net::tcp_socket& s, clock::time_point& last, std::chrono::milliseconds wait, F on_timeout) {
+  return herd::receive([&](net::tcp_data& d) { return echo_back(s, d, last); },
+                       [&](const net::listener_draining&) { return finish(s, last); },
+                       [](const net::tcp_closed&) { return false; },
+                       [](const net::tcp_error&) { return false; }, herd::after(wait, std::move(on_timeout)));
 }
 
 // Idle too long, the process hibernates and serve() starts afresh with the
-// next message.
-void serve(net::tcp_socket s) {
-  while (next_message(s, g_idle, [&]() -> bool {
+// next message (a draining one finds it idle).
+void serve(net::tcp_socket s, clock::time_point last = {}) {
+  while (next_message(s, last, g_idle, [&]() -> bool {
     herd::hibernate([s = std::move(s)]() mutable { serve(std::move(s)); });
   })) {
   }
@@ -47,8 +79,9 @@ void serve(net::tcp_socket s) {
 
 void echo(net::tcp_socket s) {
   if (!s.set_active(net::active::once())) return;
-  if (g_first_data.count() > 0 && !next_message(s, g_first_data, [] { return false; })) return;  // closes s
-  serve(std::move(s));
+  clock::time_point last{};  // never: idle
+  if (g_first_data.count() > 0 && !next_message(s, last, g_first_data, [] { return false; })) return;  // closes s
+  serve(std::move(s), last);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,17 +29,21 @@ namespace {
 namespace net = herd::net;
 using namespace std::chrono_literals;
 
-[[noreturn]] void usage_error(const char* prog, const std::string& why, const std::vector<std::string_view>& not_here) {
+void usage(std::FILE* to, const char* prog, const std::vector<std::string_view>& not_here) {
   auto opt = [&](std::string_view flag, const char* text) {
     return std::find(not_here.begin(), not_here.end(), flag) == not_here.end() ? text : "";
   };
-  std::fprintf(stderr,
-               "%s: %s\n"
+  std::fprintf(to,
                "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
                "       [--max-connections N|infinity]%s\n"
                "      %s [--observer PATH] [--metrics 127.0.0.1:PORT]\n",
-               prog, why.c_str(), prog, opt("--idle-hibernate-ms", " [--idle-hibernate-ms MS]"),
+               prog, opt("--idle-hibernate-ms", " [--idle-hibernate-ms MS]"),
                opt("--first-data-timeout-ms", " [--first-data-timeout-ms MS]"));
+}
+
+[[noreturn]] void usage_error(const char* prog, const std::string& why, const std::vector<std::string_view>& not_here) {
+  std::fprintf(stderr, "%s: %s\n", prog, why.c_str());
+  usage(stderr, prog, not_here);
   std::exit(2);
 }
 
@@ -58,20 +63,32 @@ T number(std::string_view flag, std::string_view v, T lo, T hi) {
 }
 
 // Every connection needs a file descriptor: take the hard limit, and say what
-// to raise when even that is below what was asked for.
-void check_fd_limit(const char* prog, const server_options& o) {
+// to raise when even that is below the connections this node is configured
+// for — --max-connections, or with infinity, its process table (a connection
+// is a process).
+void check_fd_limit(const char* prog, const server_options& o, std::size_t max_actors) {
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
   if (rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
   }
-  const std::size_t want = o.max_connections == net::infinity_connections ? 0 : o.max_connections + 64;
-  if (want > rl.rlim_cur)
-    std::fprintf(stderr,
-                 "%s: warning: --max-connections %zu needs %zu file descriptors but the limit is %llu; raise it "
-                 "with `ulimit -n` (its hard limit: /etc/security/limits.conf; the kernel's: fs.nr_open)\n",
-                 prog, o.max_connections, want, static_cast<unsigned long long>(rl.rlim_cur));
+  // The listener, epoll, the observer, stdio, the logger: a few dozen.
+  constexpr std::size_t reserved = 64;
+  const bool infinite = o.max_connections == net::infinity_connections;
+  const std::size_t conns = infinite ? max_actors : o.max_connections;
+  const std::size_t want = conns + reserved;
+  if (rl.rlim_cur == RLIM_INFINITY || want <= rl.rlim_cur) return;
+  const auto limit = static_cast<unsigned long long>(rl.rlim_cur);
+  const unsigned long long fit = limit > reserved ? limit - reserved : 0;
+  const std::string asked = infinite ? "--max-connections infinity (up to " + std::to_string(conns) + " processes)"
+                                     : "--max-connections " + std::to_string(conns);
+  std::fprintf(stderr,
+               "%s: warning: %s needs %zu file descriptors but the limit is %llu: about %llu connections fit, "
+               "accepts beyond fail (EMFILE). Raise it with `ulimit -n` (its hard limit: "
+               "/etc/security/limits.conf; the kernel's: fs.nr_open) or lower --max-connections\n",
+               prog, asked.c_str(), want, limit, fit);
 }
 
 }  // namespace
@@ -127,13 +144,22 @@ std::optional<std::string> try_parse_server_options(int argc, char** argv, serve
 server_options parse_server_options(const char* prog, int argc, char** argv,
                                     const std::vector<std::string_view>& not_here) {
   server_options o;
+  for (int i = 1; i < argc; ++i) {
+    // Asked for: to stdout, and not an error.
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      usage(stdout, prog, not_here);
+      std::exit(0);
+    }
+  }
   if (auto why = try_parse_server_options(argc, argv, o, not_here)) usage_error(prog, *why, not_here);
   return o;
 }
 
 int server_main(const char* prog, const server_options& o, net::connection_handler handler,
                 const server_hooks& hooks) {
-  check_fd_limit(prog, o);
+  herd::node_options no;
+  if (o.workers) no.workers = o.workers;
+  check_fd_limit(prog, o, no.max_actors);
   // Signals go to one waiting thread: blocked everywhere else, workers included
   // (they inherit this mask).
   sigset_t stop_set;
@@ -143,8 +169,6 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
   if (hooks.on_hangup) sigaddset(&stop_set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
-  herd::node_options no;
-  if (o.workers) no.workers = o.workers;
   herd::node node(no);
   int code = 0;
   herd::exit_reason why = node.run([&] {
@@ -199,8 +223,15 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
     auto before = net::info(prog);
     std::fprintf(stderr, "%s: %s, draining %zu connection(s)\n", prog, strsignal(signo),
                  before ? before->connections : std::size_t(0));
-    if (auto d = net::drain_listener(prog, 5s); !d)
+    // drain_listener returns early only when every connection has ended;
+    // at the timeout it stops the rest and logs how many.
+    constexpr auto drain_timeout = 5s;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (auto d = net::drain_listener(prog, drain_timeout); !d)
       std::fprintf(stderr, "%s: drain: %s\n", prog, d.error().message().c_str());
+    else if (auto took = std::chrono::steady_clock::now() - t0; took < drain_timeout)
+      std::fprintf(stderr, "%s: drained: every connection ended within %lld ms\n", prog,
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
     if (obs) herd::blocking([&] { obs.reset(); });
   });
   if (!why.is_normal()) {

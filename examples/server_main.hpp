@@ -7,7 +7,9 @@
 // [--workers N] [--acceptors N] [--max-connections N|infinity]
 // [--idle-hibernate-ms MS] [--first-data-timeout-ms MS] [--observer PATH]
 // [--metrics 127.0.0.1:PORT].
-// Bad options: a message and exit 2.
+// Bad options: a message and exit 2. --help (-h): the usage on stdout, exit 0.
+// A descriptor limit below the connections the node is configured for (with
+// infinity: its process table) is warned about on stderr at start.
 #pragma once
 #include <herd/net/listener.hpp>
 
@@ -35,7 +37,8 @@ struct server_options {
   std::string metrics;   // the observer's Prometheus endpoint, loopback only; needs --observer
 };
 
-// Parses argv; exits 2 with a message on a bad option. `not_here`: the
+// Parses argv; exits 2 with a message on a bad option, 0 after printing the
+// usage for --help. `not_here`: the
 // flags this server does not honour (an option taken and ignored would be a
 // lie), refused like unknown ones and left out of its usage line.
 server_options parse_server_options(const char* prog, int argc, char** argv,

@@ -13,6 +13,7 @@
 #include "listener_state.hpp"
 #include "listener_sup.hpp"
 
+#include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/registry.hpp>
 #include <herd/actors/send.hpp>
@@ -152,6 +153,11 @@ result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout
   uint64_t deadline = timeout == herd::infinity ? rt::no_deadline : rt::deadline_after(timeout);
   while (l->conns.load(std::memory_order_seq_cst) > 0 && rt::now_ms() < deadline)
     herd::sleep(std::chrono::milliseconds(5));
+  // Handlers that ignore listener_draining are stopped now: say how many.
+  if (std::size_t left = l->conns.load(std::memory_order_seq_cst))
+    herd::log_report("listener " + std::string(name) + ": drain timed out after " +
+                     std::to_string(timeout.count()) + " ms; stopping " + std::to_string(left) +
+                     " connection(s) that did not end");
   return stop_listener(name);
 }
 

@@ -256,6 +256,25 @@ result<> tcp_socket::send(std::string_view bytes, std::chrono::milliseconds time
   return {};
 }
 
+result<std::size_t> tcp_socket::try_send(std::string_view bytes) {
+  if (auto e = detail::check_owner(s_)) return *e;
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::send(s_->fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    int e = errno;
+    if (n < 0 && e == EINTR) continue;
+    // Full. `writable` stays as it is: a later send() clears it on its own
+    // EAGAIN before it parks.
+    if (n == 0 || e == EAGAIN || e == EWOULDBLOCK) break;
+    return sys_error(e, "send");
+  }
+  return done;
+}
+
 result<> tcp_socket::shutdown_write() {
   if (auto e = detail::check_owner(s_)) return *e;
   if (::shutdown(s_->fd, SHUT_WR) != 0) return sys_error(errno, "shutdown");

@@ -1,7 +1,8 @@
 // libFuzzer target: the chat server's line protocol (examples/chat_protocol.hpp)
 // on arbitrary bytes, split across reads where the first byte says. Checks
 // what chat_server relies on: no line handed on is longer than max_line or
-// holds a '\n'; a partial line never grows past max_line; every command's
+// holds a '\n'; a partial line never grows past max_line
+// and its buffer is given back once no line is pending; every command's
 // views lie inside its line; a join or msg names a valid room; a msg's rest
 // is "room text".
 #include "chat_protocol.hpp"
@@ -47,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string_view part : {in.substr(0, cut), in.substr(cut)}) {
     reader.feed(part, check_line, [] { return true; });
     if (reader.pending() > chat::max_line) std::abort();
+    if (reader.pending() == 0 && reader.capacity() > chat::line_reader::keep_capacity) std::abort();
   }
   return 0;
 }

@@ -93,7 +93,7 @@ result<listener_info> start_listener(std::string name, listener_options o, conne
 result<> stop_listener(std::string_view name);
 // From a process. Stops accepting, tells each connection (listener_draining),
 // waits up to `timeout` for them to end, then stops the listener (killing
-// the rest).
+// the rest, and logging how many there were).
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout);
 // From a process. Acceptors stop accepting / accept again. While suspended,
 // new connections wait in the kernel's backlog (up to its size).

@@ -134,6 +134,11 @@ class tcp_socket {
   // went away — never SIGPIPE; errc::timeout, after which an unknown prefix
   // of the bytes was sent).
   result<> send(std::string_view bytes, std::chrono::milliseconds timeout = herd::infinity);
+  // Writes what the kernel's send buffer takes now and never parks: the
+  // number of bytes written, from 0 (the buffer is full: the peer is not
+  // reading) to bytes.size(). Errors as send's. For an owner that keeps its
+  // own output queue and needs to know how much of it the socket refused.
+  result<std::size_t> try_send(std::string_view bytes);
   // Half-close: the peer reads EOF; this side may still receive.
   result<> shutdown_write();
   // Any holder of the handle. Idempotent. Messages already delivered stay.
