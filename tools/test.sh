@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds herd and runs every test: the release suite, then the ASan+UBSan
-# suite (the load tests too: tools are off there, tests/load builds connbench
-# itself and skips only the memory bounds), then the runtime and actor tests
+# suite (the load tests too, smaller: tools are off there, tests/load builds
+# connbench itself; see tests/load/CMakeLists.txt), then the runtime and actor tests
 # under TSan at small scale.
 # Prints each stage's time. Usage: tools/test.sh [--quick]   (--quick: release only)
 set -euo pipefail
