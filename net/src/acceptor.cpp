@@ -101,7 +101,9 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     got.accepted_ms = rt::now_ms();
     bool drained = false;
     int fatal = 0;
-    while (got.fds.size() < k) {
+    // Suspended (or draining) meanwhile: stop taking connections now; those
+    // already taken go to conns_sup, which tells them of a drain.
+    while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
       int fd = accept4(l.lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         got.fds.push_back(fd);

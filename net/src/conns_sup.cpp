@@ -17,7 +17,11 @@
 //                       stop: `shutdown` to every child, wait up to
 //                       connection_shutdown, `kill` the rest, wait for them,
 //                       then exit with the same reason.
-//   drain_request       send listener_draining to every child.
+//   drain_request       send listener_draining to every child, and to every
+//                       child started from now on: a batch an acceptor was
+//                       already accepting when the drain began arrives after
+//                       the request, and its connections must hear of the
+//                       drain too (else they wait out its timeout and die).
 //
 // A connection process checks the handshake timeout first (a backlog of
 // spawns on a busy node can delay it): too late, it closes the socket and
@@ -87,6 +91,7 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
   std::unordered_set<pid> children;
   spawn_options so;
   so.stack_size = l.opts.connection_stack_size;
+  bool draining = false;
   for (;;) {
     bool stop = false;
     exit_reason stop_reason;
@@ -97,6 +102,7 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
             try {
               pid c = herd::spawn_link(so, &connection_main, lp, mine, b.accepted_ms);
               children.insert(c);
+              if (draining) herd::send(c, listener_draining{l.name});
             } catch (const std::exception& e) {
               ::close(mine);
               l.refusals.fetch_add(1, std::memory_order_relaxed);
@@ -118,6 +124,7 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
           stop_reason = std::move(e.reason);
         },
         [&](const drain_request&) {
+          draining = true;
           for (pid c : children) herd::send(c, listener_draining{l.name});
         },
         [](const any_message&) {});

@@ -143,6 +143,10 @@ result<> stop_listener(std::string_view name) {
   return {};
 }
 
+namespace detail {
+std::shared_ptr<listener_state> find_listener_state(std::string_view name) { return find(name); }
+}  // namespace detail
+
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout) {
   auto l = find(name);
   if (!l) return not_found(name);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace herd::net::detail {
@@ -86,5 +87,9 @@ std::shared_ptr<listener_state> make_listener_state();
 // The processes of the tree (one file each).
 void acceptor_main(std::shared_ptr<listener_state> l);
 void conns_sup_main(std::shared_ptr<listener_state> l);
+
+// The state of a running listener, or null (for tests that play an
+// acceptor's part; see net/src/listener.cpp).
+std::shared_ptr<listener_state> find_listener_state(std::string_view name);
 
 }  // namespace herd::net::detail

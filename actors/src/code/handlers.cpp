@@ -35,7 +35,7 @@ module_version* reserve_current(std::string_view name, uint64_t interface_id, st
     throw module_error("module " + v->name + " " + v->version + " implements " + v->interface_name + ", not " +
                        std::string(interface_name));
   module_retain(v->anchor);  // the registry's reference keeps the count above zero
-  if (pid me = herd::self(); me.valid()) v->actors.push_back(me);
+  if (pid me = herd::self(); me.valid()) v->actors.add(me);
   return v;
 }
 
@@ -97,7 +97,7 @@ void watch_handler(handler_slot& s) {
   {
     registry& r = registry::get();
     std::lock_guard<std::mutex> g(r.m);
-    s.v->watchers.push_back(s.owner);
+    s.v->watchers.add(s.owner);
     // Under the lock commit() marks a version old and copies its watchers:
     // either it sees us, or we see the flag.
     superseded = s.v->superseded.load(std::memory_order_relaxed);
@@ -118,8 +118,8 @@ bool upgrade_handler(handler_slot& s) {
     nv = it == r.table.end() ? nullptr : it->second.current;
     if (!nv || nv == ov || nv->interface_id != ov->interface_id || !nv->upgrades_from(ov->version)) return false;
     module_retain(nv->anchor);
-    if (me.valid()) nv->actors.push_back(me);
-    if (s.watched) nv->watchers.push_back(me);
+    if (me.valid()) nv->actors.add(me);
+    if (s.watched) nv->watchers.add(me);
   }
   std::string failure;
   std::string state;

@@ -126,19 +126,11 @@ void registry::discard(module_version* v) noexcept {
 
 void registry::untrack_locked(module_version* v, pid p) noexcept {
   if (!p.valid()) return;
-  auto it = std::find(v->actors.begin(), v->actors.end(), p);
-  if (it != v->actors.end()) {
-    *it = v->actors.back();
-    v->actors.pop_back();
-  }
+  v->actors.remove(p);
 }
 
 void registry::unwatch_locked(module_version* v, pid p) noexcept {
-  auto it = std::find(v->watchers.begin(), v->watchers.end(), p);
-  if (it != v->watchers.end()) {
-    *it = v->watchers.back();
-    v->watchers.pop_back();
-  }
+  v->watchers.remove(p);
 }
 
 void registry::unreferenced(module_version* v) noexcept {
@@ -236,7 +228,7 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
         return err(modules::load_errc::purge_timeout, what + " " + std::to_string(o.purge_timeout.count()) +
                                                           " ms after its actors were killed");
       }
-      std::vector<pid> victims = old->actors;
+      std::vector<pid> victims = old->actors.distinct();
       g.unlock();
       // code:purge: kill the processes running the old code (not ourselves).
       std::sort(victims.begin(), victims.end());
@@ -263,7 +255,7 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
       prev->state = version_state::old;
       prev->superseded.store(true, std::memory_order_relaxed);
       e.old = prev;
-      watchers = prev->watchers;  // see watch_handler (handlers.cpp)
+      watchers = prev->watchers.distinct();  // see watch_handler (handlers.cpp)
     }
     modules::load_result ok;
     if (nv) {
@@ -276,8 +268,6 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
     g.unlock();
     // sys:change_code for idle owners: a hibernated one wakes, upgrades and
     // sleeps again, instead of keeping prev loaded until its next message.
-    std::sort(watchers.begin(), watchers.end());
-    watchers.erase(std::unique(watchers.begin(), watchers.end()), watchers.end());
     for (pid p : watchers) herd::send(p, modules::code_changed{name});
     if (prev) module_release(prev->anchor);  // the registry's "current" reference
     return ok;
@@ -335,7 +325,7 @@ std::vector<version_info> list() {
     i.upgrade_from = v->upgrade_from;
     i.never_switch = v->never_switch;
     i.refs = v->anchor ? v->anchor->refs.load(std::memory_order_relaxed) : 0;
-    i.actors = v->actors;
+    i.actors = v->actors.entries();
     out.push_back(std::move(i));
   }
   return out;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace herd::detail {
@@ -15,6 +16,45 @@ enum class version_state {
   current,    // new handlers come from it; the registry holds one reference
   old,        // replaced (or unloaded); running handlers and messages keep it
   unloading,  // unreferenced: queued for dlclose
+};
+
+// The processes holding handlers of a version, as a count per process: a
+// handler's destroy removes its entry in O(1) under the registry lock (a
+// vector's find made n closing connections on one version O(n^2)).
+class pid_multiset {
+ public:
+  void add(pid p) {
+    ++m_[p];
+    ++total_;
+  }
+  // Removes one entry of p (none: nothing).
+  void remove(pid p) noexcept {
+    auto it = m_.find(p);
+    if (it == m_.end()) return;
+    if (--it->second == 0) m_.erase(it);
+    --total_;
+  }
+  std::size_t size() const noexcept { return total_; }  // entries, not processes
+  std::size_t count(pid p) const noexcept {
+    auto it = m_.find(p);
+    return it == m_.end() ? 0 : it->second;
+  }
+  std::vector<pid> distinct() const {
+    std::vector<pid> out;
+    out.reserve(m_.size());
+    for (const auto& [p, n] : m_) out.push_back(p);
+    return out;
+  }
+  std::vector<pid> entries() const {  // p repeated once per entry
+    std::vector<pid> out;
+    out.reserve(total_);
+    for (const auto& [p, n] : m_) out.insert(out.end(), n, p);
+    return out;
+  }
+
+ private:
+  std::unordered_map<pid, std::size_t> m_;
+  std::size_t total_ = 0;
 };
 
 struct module_version {
@@ -38,8 +78,8 @@ struct module_version {
 
   // Under the registry's mutex.
   version_state state = version_state::loading;
-  std::vector<pid> actors;  // one entry per live handler made in a process
-  std::vector<pid> watchers;  // one entry per watched live handler (code_changed)
+  pid_multiset actors;    // one entry per live handler made in a process
+  pid_multiset watchers;  // one entry per watched live handler (code_changed)
 
   bool upgrades_from(std::string_view v) const {
     for (const auto& u : upgrade_from)

@@ -11,7 +11,9 @@
 #include "module_sandbox.hpp"
 #include "support/node_fixture.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -331,4 +333,82 @@ TEST_CASE("a watched handler's owner gets code_changed when its version stops be
   CHECK(late_watcher_notified);
   CHECK(v1_gone);
   CHECK_FALSE(unwatched_notified);
+}
+
+namespace module_refs_test {
+struct churned {
+  std::size_t kept;
+};
+struct notices {
+  int n;
+};
+}  // namespace module_refs_test
+
+// Many handlers on one version, made and dropped in a shuffled order by
+// several processes at once: the registry's per-version entries (one per
+// handler, one per watched handler) must come out exact, and a process still
+// watching gets one code_changed however many watched handlers it holds.
+TEST_CASE("handlers made and dropped in mixed order leave exact counts, and each watching process is notified once",
+          "[modules]") {
+  sandbox s;
+  static constexpr int procs = 6, per_proc = 60;
+  static constexpr std::size_t kept_each = 6;  // j%10==0, or (last process) odd j%5==0, among 60
+  std::size_t listed_after_churn = 0, kept_total = 0, listed_after_release = 1;
+  std::vector<int> notice_counts;
+  bool counts_per_process_right = true;
+  auto r = run_node(herd::test::opts(2), [&] {
+    must(modules::load(s.deploy("greeter_v1", "greeter.so")));
+    herd::pid me = herd::self();
+    std::vector<herd::pid> ps;
+    for (int i = 0; i < procs; ++i)
+      ps.push_back(herd::spawn([me, i] {
+        std::vector<herd::handler_ref<greeter>> hs;
+        for (int j = 0; j < per_proc; ++j) {
+          hs.push_back(modules::create<greeter>("greeter"));
+          if (j % 2 == 0) hs.back().watch();
+        }
+        // Drop all but every tenth (watched) one in a shuffled order; the
+        // last process drops every watched one and keeps unwatched ones.
+        std::vector<int> order(per_proc);
+        for (int j = 0; j < per_proc; ++j) order[j] = j;
+        std::shuffle(order.begin(), order.end(), std::mt19937(1234u + i));
+        std::size_t kept = 0;
+        for (int j : order) {
+          bool keep = i == procs - 1 ? j % 2 == 1 && j % 5 == 0 : j % 10 == 0;
+          if (keep) ++kept;
+          else hs[j].reset();
+        }
+        herd::send(me, churned{kept});
+        herd::receive([](go) {});  // sent after the v2 load: every notice is before it
+        int n = 0;
+        for (bool on = true; on;)
+          herd::receive([&](const modules::code_changed&) { ++n; }, [&](go) { on = false; });
+        herd::send(me, notices{n});
+        herd::receive([](go) {});
+      }));
+    for (int i = 0; i < procs; ++i) herd::receive([&](churned c) { kept_total += c.kept; });
+    auto v1 = info("greeter", "1");
+    listed_after_churn = v1.actors.size();
+    for (int i = 0; i < procs; ++i) {
+      if (static_cast<std::size_t>(std::count(v1.actors.begin(), v1.actors.end(), ps[i])) != kept_each)
+        counts_per_process_right = false;
+    }
+    must(modules::load(s.deploy("greeter_v2", "greeter.so")));
+    for (herd::pid p : ps) herd::send(p, go{});
+    for (herd::pid p : ps) herd::send(p, go{});
+    for (int i = 0; i < procs; ++i) herd::receive([&](notices n) { notice_counts.push_back(n.n); });
+    for (herd::pid p : ps) herd::send(p, go{});
+    must(herd::test::wait_live(1));
+    must(wait_for([] { return info("greeter", "1").state.empty(); }));
+    listed_after_release = info("greeter", "2").actors.size();
+    modules::unload("greeter");
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(kept_total == procs * kept_each);
+  CHECK(listed_after_churn == kept_total);
+  CHECK(counts_per_process_right);
+  std::sort(notice_counts.begin(), notice_counts.end());
+  CHECK(notice_counts == std::vector<int>{0, 1, 1, 1, 1, 1});
+  CHECK(listed_after_release == 0);
 }

@@ -172,3 +172,91 @@ TEST_CASE("out of descriptors, acceptors back off without spinning and resume wh
   CHECK(r.out.find("cpu_low yes") != std::string::npos);
   CHECK(r.out.find("all_accepted yes") != std::string::npos);
 }
+
+// A batch an acceptor was still accepting when the drain began reaches
+// conns_sup after its drain request. The test plays that acceptor: with the
+// real ones parked (suspended), it reserves a slot, accepts a connection
+// itself and hands it over once the first connection got its notice (so
+// conns_sup has handled the request).
+#include "conns_sup.hpp"
+#include "listener_state.hpp"
+
+namespace net_limits_test {
+struct late_started {
+  herd::pid who;
+};
+struct late_noticed {
+  herd::pid who;
+};
+struct late_release {};  // sent once the test monitors the connection
+}  // namespace net_limits_test
+
+TEST_CASE("a connection handed over after the drain began hears of it and ends normally", "[net][listener][limits][drain]") {
+  bool b_noticed = false, late_normal = false, drained = false;
+  std::string late_reason;
+  herd::test::run_node(node_opts(2), [&] {
+    herd::pid test = herd::self();
+    auto l = herd::net::start_listener("late_drain", {.bind = "127.0.0.1"}, [test](tcp_socket) {
+      herd::send(test, late_started{herd::self()});
+      herd::receive([&](const herd::net::listener_draining&) { herd::send(test, late_noticed{herd::self()}); });
+      herd::receive([](const late_release&) {});
+    });
+    REQUIRE(l);
+    auto st = herd::net::detail::find_listener_state("late_drain");
+    REQUIRE(st);
+    auto started = [] {
+      herd::pid p;
+      herd::receive([&](const late_started& s) { p = s.who; }, herd::after(10s));
+      return p;
+    };
+    raw_client a(l->port);
+    herd::pid pa = started();
+    REQUIRE(pa != herd::no_pid);
+
+    REQUIRE(herd::net::suspend_listener("late_drain"));
+    REQUIRE(herd::test::eventually([&] {
+      std::lock_guard<std::mutex> g(st->wait_m);
+      return st->waiting[static_cast<int>(herd::net::detail::wait_reason::resume)].size() == l->acceptors;
+    }));
+    REQUIRE(st->reserve(1) == 1);
+    raw_client b(l->port);
+    int fd = -1;
+    REQUIRE(herd::test::eventually([&] {
+      fd = accept4(st->lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      return fd >= 0;
+    }));
+
+    struct drain_done {};
+    herd::spawn([test] {
+      (void)herd::net::drain_listener("late_drain", 20s);
+      herd::send(test, drain_done{});
+    });
+    bool a_noticed = false;
+    herd::receive([&](const late_noticed& n) { a_noticed = n.who == pa; }, herd::after(10s));
+    REQUIRE(a_noticed);
+    herd::send(pa, late_release{});
+
+    herd::net::detail::accepted_batch batch;
+    batch.fds.push_back(fd);
+    batch.accepted_ms = herd::rt::now_ms();
+    uint64_t cs = st->conns_sup.load(std::memory_order_acquire);
+    herd::send(herd::pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, std::move(batch));
+    herd::pid pb = started();
+    REQUIRE(pb != herd::no_pid);
+    herd::monitor(pb);
+    herd::send(pb, late_release{});
+    // Either the notice or (without it) the drain's kill at its timeout.
+    herd::receive([&](const late_noticed& n) { b_noticed = n.who == pb; },
+                  [&](const herd::down& d) { late_reason = d.reason.to_string(); });
+    if (b_noticed)
+      herd::receive([&](const herd::down& d) {
+        late_reason = d.reason.to_string();
+        late_normal = d.reason.is_normal();
+      });
+    herd::receive([&](const drain_done&) { drained = true; }, herd::after(30s));
+  });
+  INFO("late connection ended: " << late_reason);
+  CHECK(b_noticed);
+  CHECK(late_normal);
+  CHECK(drained);
+}
