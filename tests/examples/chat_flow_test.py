@@ -26,6 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from net_examples import LineClient, Server, broadcast, fail  # noqa: E402
 
 DEADLINE_S = 120
+# Under a sanitizer freed memory is held back (ASan's quarantine), so the
+# server's RSS says little: memory figures are printed, not checked.
+MEASURE_MEMORY = os.environ.get("HERD_SANITIZE_MODE", "none") in ("", "none")
+SMALL = os.environ.get("HERD_TEST_SCALE") == "small"  # the sanitizer runs
 
 
 class Observer:
@@ -96,7 +100,7 @@ def read_lines(c, n, deadline):
     return out
 
 
-def test_burst(path, members=20, rounds=3):
+def test_burst(path, members=10 if SMALL else 20, rounds=1 if SMALL else 3):
     srv = Server(path, "--workers", "2")
     try:
         # Members that read at their own pace, one after another: the room
@@ -269,7 +273,7 @@ def test_flood(path, seconds=4.0, readers=20):
         # 64 KiB read of 31-byte lines from its one publisher.
         if peak_room_mailbox > 64 + 65536 // 31 + 100:
             fail("the flooded room's mailbox reached %d messages: the publisher was not slowed" % peak_room_mailbox)
-        if peak_rss - rss0 > 150 * 1024:
+        if MEASURE_MEMORY and peak_rss - rss0 > 150 * 1024:
             fail("the server grew by %d MB under the flood" % ((peak_rss - rss0) // 1024))
         # Once the flooder is gone, the room catches up.
         eventually("the flooded room's mailbox empty",
@@ -305,7 +309,7 @@ def test_long_line(path, clients=200):
         rss1 = rss_kb(srv.p.pid)
         per_client = (rss1 - rss0) * 1024 // clients
         print("figure: long_line_rss_growth_kb=%d per_client_bytes=%d" % (rss1 - rss0, per_client), flush=True)
-        if per_client > 16 * 1024:
+        if MEASURE_MEMORY and per_client > 16 * 1024:
             fail("each client that sent a long line keeps %d bytes" % per_client)
         if srv.stop() != 0:
             fail("exit code after SIGTERM")

@@ -70,7 +70,9 @@ def test_echo_drain(path, idle=100):
         # The busy one: a request far larger than every buffer on the way,
         # and it does not read yet, so the server is parked writing the reply.
         busy = small_rcvbuf_socket(srv.port, 1 << 16)
-        size = 8 << 20
+        # Full scale: more than every buffer on the way holds. Under a
+        # sanitizer (small) less, so the echo ends well within the drain's 5 s.
+        size = (3 << 20) if os.environ.get("HERD_TEST_SCALE") == "small" else (8 << 20)
         payload = bytes(range(256)) * (size // 256)
         sent = [0]
 
@@ -85,9 +87,9 @@ def test_echo_drain(path, idle=100):
         sender = threading.Thread(target=send_all)
         sender.start()
         end = time.monotonic() + 30
-        while sent[0] < (2 << 20):  # the server has taken part of it and is echoing
+        while sent[0] < size // 4:  # the server has taken part of it and is echoing
             if time.monotonic() > end:
-                fail("the busy client could not send 2 MB")
+                fail("the busy client could not send a quarter of its request")
             time.sleep(0.01)
         t0 = time.monotonic()
         srv.p.send_signal(signal.SIGTERM)

@@ -154,3 +154,34 @@ TEST_CASE("abort drops what the peer has not read and resets the connection at o
   CHECK(abort_err == ECONNRESET);
   CHECK(close_delivered);
 }
+
+TEST_CASE("try_send takes what the kernel accepts, returns 0 on a full socket without parking, and send finishes the rest",
+          "[net][send]") {
+  std::string expect;
+  for (int i = 0; i < (2 << 20); ++i) expect += char('a' + i % 23);
+  std::size_t first = 0, on_full = 1;
+  bool rest_ok = false;
+  std::string got;
+  // One worker: a try_send that parked would never return while the peer does not read.
+  herd::test::run_node(node_opts(1), [&] {
+    auto p = connected_pair();
+    REQUIRE(p.mine.valid());
+    int small = 32 * 1024;
+    setsockopt(p.peer.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    REQUIRE(p.mine.set_options({.sndbuf = small}));
+    auto r = p.mine.try_send(expect);
+    REQUIRE(r);
+    first = *r;
+    auto again = p.mine.try_send(std::string_view(expect).substr(first));
+    REQUIRE(again);
+    on_full = *again;
+    std::thread reader([&] { got = p.peer.recv_n(expect.size(), 20000); });
+    rest_ok = p.mine.send(std::string_view(expect).substr(first + on_full)).ok();
+    reader.join();
+  });
+  CHECK(first > 0);
+  CHECK(first < expect.size());  // the kernel's buffers, not all of it
+  CHECK(on_full == 0);
+  CHECK(rest_ok);
+  CHECK(got == expect);
+}
