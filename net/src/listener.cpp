@@ -137,9 +137,18 @@ result<> stop_listener(std::string_view name) {
   pid sup{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
   herd::supervisor::stop(sup, exit_reason::shutdown());
   l->close_listen();
-  std::lock_guard<std::mutex> g(g_m);
-  auto it = g_listeners.find(name);
-  if (it != g_listeners.end() && it->second == l) g_listeners.erase(it);
+  // The tree is gone, so nothing reads the handler any more; destroy it now,
+  // in the caller, not when the state is freed (retired: possibly only at
+  // the node's stop). A handler made by module code has its destructor in
+  // the module, which may be unloaded by then.
+  connection_handler dead;
+  {
+    std::lock_guard<std::mutex> g(g_m);
+    dead = std::move(l->handler);
+    l->handler = nullptr;
+    auto it = g_listeners.find(name);
+    if (it != g_listeners.end() && it->second == l) g_listeners.erase(it);
+  }
   return {};
 }
 

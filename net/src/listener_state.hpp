@@ -32,7 +32,7 @@ struct listener_state {
   std::string bind;
   uint16_t port = 0;
   listener_options opts;
-  connection_handler handler;
+  connection_handler handler;  // emptied by stop_listener once the tree is stopped
   int lfd = -1;  // closed by close_listen(), after the tree stopped
   // Held by close_listen() and by snapshot()'s getsockopt on lfd, which runs
   // on any thread: without it the observer could read a number just closed

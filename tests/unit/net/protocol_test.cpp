@@ -8,6 +8,7 @@
 #include "net_fixture.hpp"
 
 #include "module_sandbox.hpp"
+#include "listener_owner_api.hpp"
 #include "push_protocol_api.hpp"
 
 #include <herd/actors/introspect.hpp>
@@ -213,4 +214,28 @@ TEST_CASE("a drain closes idle connections at once and lets a busy one finish it
   CHECK(busy_replied_all);
   CHECK(drained);
   CHECK(down_reasons == std::map<std::string, int>{{"normal", idle + 1}});
+}
+
+// The listener's state is retired (freed at a quiescent point, possibly only
+// at the node's stop); a connection handler made by module code must not
+// live in it until then, when the module may be unloaded. Before the fix the
+// node's stop crashed (SIGSEGV in the handler's destructor).
+TEST_CASE("a module that started and stopped a listener can be unloaded before the node stops", "[net][modules]") {
+  sandbox s;
+  std::string ran = "not run";
+  bool unmapped = false;
+  auto r = herd::test::run_node(node_opts(2), [&] {
+    REQUIRE(herd::modules::load(s.deploy("listener_owner", "listener_owner.so")));
+    std::string staged = module_fixture::info("listener_owner", "1").staged_path;
+    {
+      auto h = herd::modules::create<module_fixture::listener_owner>("listener_owner");
+      ran = h->start_and_stop("owned_by_module");
+    }
+    REQUIRE(herd::modules::unload("listener_owner"));
+    unmapped = module_fixture::wait_for([&] { return !module_fixture::mapped(staged); });
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(ran == "");
+  CHECK(unmapped);
 }
