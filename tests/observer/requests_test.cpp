@@ -251,7 +251,7 @@ int connect_to(uint16_t port) {
 }
 }  // namespace
 
-TEST_CASE("listeners counts connections and accepts; set_max_connections changes the limit at once") {
+TEST_CASE("listeners counts connections and accepts - set_max_connections changes the limit at once") {
   std::atomic<uint16_t> port{0};
   live_node n(2, [&](root_ctx& c) {
     auto l = herd::net::start_listener("obs_echo", {.bind = "127.0.0.1", .port = 0, .acceptors = 3, .max_connections = 100},

@@ -130,7 +130,7 @@ TEST_CASE("a client that never reads is closed past 4 MiB of replies, and neithe
   CHECK(got < 40u * 300'000u);
 }
 
-TEST_CASE("the 17th client gets busy and is closed; the 16 keep working") {
+TEST_CASE("the 17th client gets busy and is closed - the 16 keep working") {
   live_node n(1, [](root_ctx&) {});
   std::vector<std::unique_ptr<client>> cs;
   for (int i = 0; i < 16; ++i) {
@@ -179,7 +179,7 @@ TEST_CASE("a peer whose uid is neither the node's nor root is refused") {
   CHECK(line["error"]["message"].get<std::string>().find("65534") != std::string::npos);
 }
 
-TEST_CASE("out of descriptors, the observer serves one client at a time with its spare fd; others wait without spinning") {
+TEST_CASE("out of descriptors, the observer serves one client at a time with its spare fd - others wait without spinning") {
 #if defined(__SANITIZE_ADDRESS__)
   // UBSan's vptr check opens a pipe to probe memory: out of descriptors it
   // reports every virtual call as "invalid vptr". Release and TSan run this.

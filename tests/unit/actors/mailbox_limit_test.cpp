@@ -147,7 +147,7 @@ TEST_CASE("a producer outpacing its consumer under a supervisor-style restart lo
 #endif
 }
 
-TEST_CASE("without a limit a mailbox grows; what a queued message costs", "[mailbox_limit]") {
+TEST_CASE("without a limit a mailbox grows - what a queued message costs", "[mailbox_limit]") {
   long growth_kb = 0;
   std::size_t queued = 0;
   auto r = run_node(herd::test::opts(1), [&] {

@@ -277,7 +277,7 @@ TEST_CASE("introspection lists each version with its state, references and the p
 }
 
 TEST_CASE("a watched handler's owner gets code_changed when its version stops being current (at once if it already "
-          "has, and again for the version upgrade moved it to); an unwatched one gets none", "[modules]") {
+          "has, and again for the version upgrade moved it to) - an unwatched one gets none", "[modules]") {
   sandbox s;
   std::vector<std::string> watcher_versions;
   bool late_watcher_notified = false, unwatched_notified = true, v1_gone = false;

@@ -147,7 +147,7 @@ TEST_CASE("hibernated connections switch at a load: the old version unloads and 
   CHECK(answered_v3 == n);
 }
 
-TEST_CASE("a drain closes idle connections at once and lets a busy one finish its reply; nothing is killed",
+TEST_CASE("a drain closes idle connections at once and lets a busy one finish its reply - nothing is killed",
           "[net][protocol][drain]") {
   sandbox box;
   std::string v1 = box.deploy("push_v1", "push_v1.so");
