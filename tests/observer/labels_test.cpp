@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -131,6 +132,26 @@ TEST_CASE("processes and process name what each unnamed process runs and what ki
   CHECK(kinds["connection"] == 1);
   // the listener's own supervisor, acceptors_sup, conns_sup, and obs_label_sup
   CHECK(kinds["supervisor"] == 4);
+
+  // The tree names the registered acceptors under acceptors_sup.
+  std::set<std::string> tree_names;
+  std::function<void(const json&)> walk = [&](const json& node) {
+    if (node.contains("id") && node["id"].is_string() && node["id"].get<std::string>().rfind("acceptor_", 0) == 0)
+      tree_names.insert(node.value("name", std::string("(none)")));
+    if (node.contains("children"))
+      for (auto& ch : node["children"]) walk(ch);
+  };
+  // (A supervisor that does not answer within 100 ms shows as busy, without
+  // children: on a loaded machine, ask again.)
+  json tree;
+  CHECK(eventually([&] {
+    tree_names.clear();
+    tree = c.ask(req("tree"));
+    for (auto& root : tree["result"]["roots"]) walk(root);
+    return tree_names == acceptor_names;
+  }));
+  INFO(tree.dump());
+  CHECK(tree_names == acceptor_names);
 
   // The kind filter, and `process` says the same.
   json acc = c.ask(req("processes", {{"kind", "acceptor"}}))["result"];
