@@ -7,7 +7,7 @@
 //    counters, reductions, low_sp/stack_top, last_run_ms), the registered
 //    name (an immutable interned string freed a grace period after release,
 //    read with acquire), and fields written before the pid was published
-//    (spawned_ms, parent, body_size, stack_class). Each row is thus a hint a
+//    (spawned_ms, parent, body_size, stack_class, initial_call, kind). Each row is thus a hint a
 //    moment old, never a torn or freed read.
 //  * Memory safety: the caller is a plain thread, so the whole scan runs
 //    inside one rt::foreign_read_guard — no control block it reached through
@@ -44,6 +44,11 @@ namespace herd::detail {
 
 uint64_t messages_made_total() noexcept;  // message.cpp
 
+void set_labels(process* p, const char* initial_call, process_kind kind) noexcept {
+  p->initial_call = initial_call;
+  p->kind = static_cast<uint8_t>(kind);
+}
+
 struct info_answer {
   std::mutex m;
   std::condition_variable cv;
@@ -51,10 +56,38 @@ struct info_answer {
   introspect::relations r;
 };
 
+namespace {
+// What a container holds on the heap, whatever its kind (the links/monitors
+// containers are the owner's business and may change shape).
+template <class C>
+std::size_t container_bytes(const C& c) noexcept {
+  using V = typename C::value_type;
+  if constexpr (requires { c.capacity(); }) {
+    return c.capacity() * sizeof(V);
+  } else if constexpr (requires { c.bucket_count(); }) {
+    return c.size() * (sizeof(V) + 2 * sizeof(void*)) + c.bucket_count() * sizeof(void*);
+  } else {
+    return c.size() * sizeof(V);
+  }
+}
+}  // namespace
+
+uint32_t relations_bytes_of(const process* p) noexcept {
+  const relations* r = p->rel;
+  if (!r) return 0;
+  std::size_t b = sizeof(relations) + container_bytes(r->links) + container_bytes(r->watchers) +
+                  container_bytes(r->monitoring) + container_bytes(r->aliases);
+  return static_cast<uint32_t>(std::min<std::size_t>(b, UINT32_MAX));
+}
+
 void answer_info(process* p, info_answer& a) noexcept {
   try {
     introspect::relations r;
     r.answered = true;
+    r.relations_bytes = relations_bytes_of(p);
+    p->relations_bytes.store(static_cast<uint32_t>(r.relations_bytes), std::memory_order_relaxed);
+    // Hibernated: what waits to run is a continuation on the heap.
+    if (body* b = p->current_body; b && !b->inline_storage) r.continuation_bytes = b->heap_bytes;
     r.trap_exit = p->trap_exit.load(std::memory_order_relaxed);
     if (relations* rel = p->rel) {
       r.links = rel->links;
@@ -79,6 +112,23 @@ namespace {
 using detail::process;
 
 const char* const status_names[] = {"running", "runnable", "waiting", "hibernated", "exiting"};
+const char* const kind_names[] = {"worker", "server", "supervisor", "acceptor", "connection"};
+
+// spawn_label's __PRETTY_FUNCTION__ holds the type after "[with F = ";
+// an initial_call given at spawn is taken as it is.
+std::string initial_call_of(const process* p) {
+  const char* s = p->initial_call;
+  if (!s) return {};
+  std::string_view v(s);
+  constexpr std::string_view with = "[with F = ";
+  auto at = v.find(with);
+  if (at == std::string_view::npos) return std::string(v);
+  v.remove_prefix(at + with.size());
+  if (!v.empty() && v.back() == ']') v.remove_suffix(1);
+  return std::string(v);
+}
+
+process_kind kind_of(const process* p) noexcept { return static_cast<process_kind>(p->kind); }
 
 struct running_set {
   std::vector<const void*> fibers;
@@ -107,6 +157,12 @@ uint64_t touched_stack(const process* p) noexcept {
   return top - low;
 }
 
+// The stack's pages in use: what the touched bytes cost in memory.
+uint64_t stack_pages_bytes(const process* p) noexcept {
+  constexpr uint64_t page = 4096;
+  return (touched_stack(p) + page - 1) / page * page;
+}
+
 status status_of(const process* p, const running_set& run) noexcept {
   auto st = static_cast<rt::run_state>(p->state.load(std::memory_order_relaxed));
   if (st == rt::run_state::dead || p->pending_exit.load(std::memory_order_relaxed)) return status::exiting;
@@ -116,7 +172,8 @@ status status_of(const process* p, const running_set& run) noexcept {
 }
 
 uint64_t memory_of(const process* p, uint64_t mailbox) noexcept {
-  return touched_stack(p) + mailbox * mailbox_message_estimate + sizeof(process) + p->body_size;
+  return stack_pages_bytes(p) + mailbox * mailbox_message_estimate + sizeof(process) + p->body_size +
+         p->relations_bytes.load(std::memory_order_relaxed);
 }
 
 std::string name_of(const process* p) {
@@ -129,6 +186,8 @@ process_row row_of(const process* p, const running_set& run, uint64_t now) {
   process_row r;
   r.id = p->id;
   r.name = name_of(p);
+  r.initial_call = initial_call_of(p);
+  r.kind = kind_of(p);
   r.state = status_of(p, run);
   r.mailbox = mailbox_len(p);
   r.reductions = p->reductions.load(std::memory_order_relaxed);
@@ -139,8 +198,25 @@ process_row row_of(const process* p, const running_set& run, uint64_t now) {
   return r;
 }
 
+// Walks a sample in slot order alongside the table's own slot-order pass:
+// O(1) a process.
+struct baseline_cursor {
+  const reductions_sample* s;
+  std::size_t at = 0;
+  uint64_t delta(const process* p, uint64_t reds) noexcept {
+    if (!s) return reds;  // no baseline: since the start (a first sample sorts by the total)
+    const auto& v = s->by_slot;
+    while (at < v.size() && v[at].first.index < p->id.index) ++at;
+    // A process that was not there then (or a reused slot): all of its
+    // reductions are this interval's.
+    if (at < v.size() && v[at].first == p->id && v[at].second <= reds) return reds - v[at].second;
+    return reds;
+  }
+};
+
 uint64_t key_of(const process* p, sort_key k, uint64_t now) noexcept {
   switch (k) {
+    case sort_key::reductions_rate: return 0;  // the scan uses the cursor's delta
     case sort_key::mailbox: return mailbox_len(p);
     case sort_key::reductions: return p->reductions.load(std::memory_order_relaxed);
     case sort_key::memory: return memory_of(p, mailbox_len(p));
@@ -153,6 +229,8 @@ struct ranked {
   uint64_t key;
   uint32_t index;  // ties: the lower slot first, so equal keys list in a stable order
   const process* p;
+  uint64_t delta;  // reductions since the query's baseline
+  uint64_t reds;   // the reductions read in the pass (with a baseline or sample)
 };
 // "a ranks before b": larger key, then smaller index. The heap keeps the
 // worst kept entry at its front.
@@ -163,6 +241,17 @@ bool better(const ranked& a, const ranked& b) noexcept {
 }  // namespace
 
 const char* to_string(status s) noexcept { return status_names[static_cast<int>(s)]; }
+
+const char* to_string(process_kind k) noexcept {
+  auto i = static_cast<std::size_t>(k);
+  return i < std::size(kind_names) ? kind_names[i] : "worker";
+}
+
+std::optional<process_kind> kind_from(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < std::size(kind_names); ++i)
+    if (s == kind_names[i]) return static_cast<process_kind>(i);
+  return std::nullopt;
+}
 
 std::optional<status> status_from(std::string_view s) noexcept {
   for (int i = 0; i < 5; ++i)
@@ -178,16 +267,28 @@ process_list processes(const process_query& q) {
   const uint64_t now = rt::coarse_now_ms();
   std::vector<ranked> heap;
   heap.reserve(std::min<std::size_t>(q.limit, 1 << 16));
+  baseline_cursor base{q.since};
+  if (q.sample) {
+    q.sample->by_slot.clear();
+    q.sample->at_ms = rt::now_ms();
+  }
   rt::foreign_read_guard g;
   n->table.for_each([&](const process* p) {
     ++out.total;
+    uint64_t delta = 0, reds = 0;
+    if (q.since || q.sample) {
+      reds = p->reductions.load(std::memory_order_relaxed);
+      delta = base.delta(p, reds);
+      if (q.sample) q.sample->by_slot.emplace_back(p->id, reds);
+    }
     if (q.state && status_of(p, run) != *q.state) return;
+    if (q.kind && kind_of(p) != *q.kind) return;
     if (q.name) {
       detail::interned_name* nm = p->name.load(std::memory_order_acquire);
       if (!nm || nm->text.find(*q.name) == std::string::npos) return;
     }
     ++out.matched;
-    ranked r{key_of(p, q.sort, now), p->id.index, p};
+    ranked r{q.sort == sort_key::reductions_rate ? delta : key_of(p, q.sort, now), p->id.index, p, delta, reds};
     if (heap.size() < q.limit) {
       heap.push_back(r);
       std::push_heap(heap.begin(), heap.end(), better);
@@ -199,7 +300,12 @@ process_list processes(const process_query& q) {
   });
   std::sort_heap(heap.begin(), heap.end(), better);  // best first
   out.rows.reserve(heap.size());
-  for (const ranked& r : heap) out.rows.push_back(row_of(r.p, run, now));
+  for (const ranked& r : heap) {
+    out.rows.push_back(row_of(r.p, run, now));
+    out.rows.back().reductions_delta = r.delta;
+    // The total the delta was taken from (and the next baseline holds).
+    if (q.since || q.sample) out.rows.back().reductions = r.reds;
+  }
   return out;
 }
 
@@ -216,6 +322,9 @@ std::optional<process_detail> process_info(pid id) {
   d.parent = p->parent;
   d.stack_size = rt::stack_size_of(p);
   d.stack_touched = touched_stack(p);
+  d.stack_pages = stack_pages_bytes(p);
+  d.control_block = sizeof(process) + p->body_size;
+  d.relations_bytes = p->relations_bytes.load(std::memory_order_relaxed);
   uint64_t last = p->last_run_ms.load(std::memory_order_relaxed);
   d.last_ran_ms_ago = last && now > last ? now - last : 0;
   d.trap_exit = p->trap_exit.load(std::memory_order_relaxed);

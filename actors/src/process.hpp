@@ -51,7 +51,7 @@ struct alignas(64) process final : rt::fiber {
   uint32_t exits_swallowed = 0;      // owner: exit_unwind thrown and caught by user code
   bool is_root = false;              // set before start; the node waits for it
   // Written by the owner only; relaxed loads by others (node shutdown, the
-  // observer) are hints. (Packed here: the block stays 5 cache lines.)
+  // observer) are hints. (Packed here, in the padding after the bools.)
   std::atomic<bool> trap_exit{false};
   uint64_t exit_first_thrown_ms = 0; // owner: when exit_unwind was first thrown (0: never)
   body* running_body = nullptr;      // owner: the body on the stack now
@@ -60,6 +60,16 @@ struct alignas(64) process final : rt::fiber {
   // (spawn_link / spawn_monitor record the parent's side there).
   void (*on_launch)(void* ctx, pid id) = nullptr;
   void* on_launch_ctx = nullptr;
+  // The observer's labels (introspect.hpp), set before the pid is published
+  // and never changed: what was spawned (a string with static storage in the
+  // host, or nullptr) and a herd::process_kind. They sit in the block's tail
+  // padding (it was 328 bytes rounded up to 384): no extra memory.
+  const char* initial_call = nullptr;
+  uint8_t kind = 0;
+  // The bytes its links and monitors containers hold, as the owner last
+  // published them (before each park in receive): a relaxed hint for the
+  // observer's scan, which must not touch `rel`. Also in the tail padding.
+  std::atomic<uint32_t> relations_bytes{0};
 
   static process* from(rt::fiber* f) noexcept { return static_cast<process*>(f); }
   void* inline_body() noexcept { return reinterpret_cast<char*>(this) + sizeof(process); }
@@ -67,6 +77,14 @@ struct alignas(64) process final : rt::fiber {
 
 // The process running on this thread, or nullptr.
 process* self_process() noexcept;
+
+// The owner: what p's links/monitors containers hold, in bytes
+// (introspect.cpp; O(1)).
+uint32_t relations_bytes_of(const process* p) noexcept;
+// The owner, before it parks: publishes that for the observer's scans.
+inline void publish_relations_bytes(process* p) noexcept {
+  if (p->rel) p->relations_bytes.store(relations_bytes_of(p), std::memory_order_relaxed);
+}
 
 // Inside a catch block: the exit reason an exception that ends a process
 // gives — its demangled type name and what().

@@ -91,6 +91,8 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
   std::unordered_set<pid> children;
   spawn_options so;
   so.stack_size = l.opts.connection_stack_size;
+  so.kind = process_kind::connection;
+  so.initial_call = "herd::net connection";
   bool draining = false;
   for (;;) {
     bool stop = false;

@@ -23,7 +23,11 @@ sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
                          .start = [l] { acceptor_main(l); },
                          .restart = sup::permanent,
                          .shutdown = sup::brutal_kill,
-                         .prio = priority::high});
+                         // Named as Ranch's acceptors are shown: <listener>_acceptor_<n>.
+                         .registered_name = l->name + "_acceptor_" + std::to_string(i),
+                         .prio = priority::high,
+                         .kind = process_kind::acceptor,
+                         .initial_call = "herd::net acceptor"});
   }
   return sup::supervisor_spec("acceptors_sup", {.strategy = sup::one_for_one, .intensity = 10, .period = std::chrono::seconds(10)},
                               std::move(acceptors));
@@ -34,7 +38,9 @@ result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
   children.push_back({.id = "conns_sup",
                       .start = [l] { conns_sup_main(l); },
                       .restart = sup::permanent,
-                      .shutdown = herd::infinity});
+                      .shutdown = herd::infinity,
+                      .kind = process_kind::supervisor,
+                      .initial_call = "herd::net conns_sup"});
   children.push_back(acceptors_sup_spec(l));
   sup::flags f{.strategy = sup::rest_for_one, .intensity = 10, .period = std::chrono::seconds(10), .name = l->name};
   auto r = sup::start_link(std::move(f), std::move(children));

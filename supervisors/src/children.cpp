@@ -26,6 +26,9 @@ std::optional<std::string> start_one(state& s, child& c, early_exit e) {
   o.stack_size = sp.stack_size;
   o.name = sp.registered_name;
   o.prio = sp.prio;
+  const bool is_sup = sp.type == child_type::supervisor;
+  o.kind = is_sup ? process_kind::supervisor : sp.kind;
+  o.initial_call = is_sup && !sp.initial_call ? "herd::supervisor" : sp.initial_call;
   try {
     c.id = sp.start.spawn_linked(o, c.args);
   } catch (const std::exception& ex) {

@@ -51,7 +51,8 @@ result<pid> start_link(flags f, std::vector<child_spec> children) {
   receive_mark mark = mark_mailbox();
   pid sup;
   try {
-    sup = spawn_link([f = std::move(f), ch = std::move(children), parent]() mutable {
+    sup = spawn_link({.initial_call = "herd::supervisor", .kind = process_kind::supervisor},
+                     [f = std::move(f), ch = std::move(children), parent]() mutable {
       detail::serve(std::move(f), std::move(ch), parent, true);
     });
   } catch (const spawn_error& e) {

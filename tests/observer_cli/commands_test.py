@@ -52,14 +52,15 @@ def processes_sorted_limited_filtered(cli):
         expect_ok(r, "processes")
         expect(r.stdout.splitlines()[0] == "9 processes, 9 matched, 9 shown", "summary line", r.stdout)
         table = r.stdout.split("\n\n", 1)[1]
-        expect(rows(table)[0] == ["PID", "NAME", "STATUS", "MAILBOX", "REDUCTIONS", "MEMORY", "AGE"], "header", table)
+        expect(rows(table)[0] == ["PID", "NAME OR INITIAL CALL", "KIND", "STATUS", "MAILBOX", "REDUCTIONS", "MEMORY", "AGE"], "header", table)
         expect([x[0] for x in rows(table)[1:]] ==
                ["<7.0>", "<3.0>", "<4.0>", "<9.0>", "<6.0>", "<1.0>", "<5.0>", "<2.0>", "<8.1>"],
                "default order: reductions, descending", table)
-        expect(row_of(table, "<6.0>") == ["<6.0>", "flooded_logger", "runnable", "25000", "40000", "2.3 MiB", "5m00s"],
+        expect(row_of(table, "<6.0>") == ["<6.0>", "flooded_logger", "worker", "runnable", "25000", "40000", "2.3 MiB", "5m00s"],
                "flooded_logger row", table)
-        expect(row_of(table, "<8.1>") == ["<8.1>", "-", "hibernated", "0", "1500", "1.2 KiB", "5.0 s"],
-               "unnamed process row", table)
+        expect(row_of(table, "<8.1>") == ["<8.1>", "herd::net connection", "connection", "hibernated", "0", "1500",
+                                          "1.2 KiB", "5.0 s"],
+               "an unnamed process shows its initial call and kind", table)
         expect(node.requests()[-1] == {"req": "processes", "v": 1, "id": 1}, "defaults are the node's",
                node.requests()[-1])
 
@@ -145,11 +146,11 @@ def kill_load_set_max(cli):
     with FakeNode() as node:
         r = run_cli(cli, "--socket", node.socket, "kill", "8.1")
         expect_ok(r, "kill")
-        expect(r.stdout == "killed <8.1> (reason: kill)\n", "kill output", r.stdout)
+        expect(r.stdout == "killed <8.1> (reason: kill): it exited (killed) after 3 ms\n", "kill output", r.stdout)
         expect(node.requests()[-1] == {"req": "kill", "pid": "<8.1>", "v": 1, "id": 1}, "kill request: no reason "
                "field, the node's default", node.requests()[-1])
         j = one_json_line(run_cli(cli, "--socket", node.socket, "kill", "<6.0>", "shutdown", "--json"), "kill --json")
-        expect(j == {"pid": "<6.0>", "reason": "shutdown"}, "kill --json", j)
+        expect(j["pid"] == "<6.0>" and j["reason"] == "shutdown" and j["outcome"] == "exited", "kill --json", j)
         expect(node.requests()[-1]["reason"] == "shutdown", "kill reason sent", node.requests()[-1])
         r = run_cli(cli, "--socket", node.socket, "processes", "--json")
         expect({"<8.1>", "<6.0>"}.isdisjoint(p["pid"] for p in one_json_line(r, "processes")["processes"]),

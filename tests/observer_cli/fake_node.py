@@ -41,7 +41,21 @@ PROCESSES = [
     ("<9.0>", "big_cache", "waiting", 3, 52000, 8500000, 590000),
 ]
 
-SORT_FIELD = {"mailbox": "mailbox", "reductions": "reductions", "memory": "memory", "age": "age_ms"}
+# pid -> (initial_call, kind, reductions a second)
+LABELS = {
+    "<1.0>": ("herd::supervisor", "supervisor", 0),
+    "<2.0>": ("herd::supervisor", "supervisor", 0),
+    "<3.0>": ("herd::net acceptor", "acceptor", 40),
+    "<4.0>": ("herd::net acceptor", "acceptor", 30),
+    "<5.0>": ("herd::net conns_sup", "supervisor", 0),
+    "<6.0>": ("logger_main()::<lambda()>", "worker", 2000),
+    "<7.0>": ("cruncher", "server", 120000),
+    "<8.1>": ("herd::net connection", "connection", 0),
+    "<9.0>": ("cache_server", "server", 0),
+}
+
+SORT_FIELD = {"mailbox": "mailbox", "reductions": "reductions", "memory": "memory", "age": "age_ms",
+              "reductions_rate": "reductions_per_s"}
 STATUSES = {"running", "runnable", "waiting", "hibernated", "exiting"}
 
 
@@ -51,9 +65,13 @@ class Node:
         self.started = time.monotonic()
         self.procs = {}
         for pid, name, status, mbox, reds, mem, age in PROCESSES:
-            self.procs[pid] = {"pid": pid, "name": name, "status": status, "mailbox": mbox,
-                               "reductions": reds, "memory": mem, "age_ms": age,
+            call, kind, _ = LABELS[pid]
+            self.procs[pid] = {"pid": pid, "name": name, "initial_call": call, "kind": kind, "status": status,
+                               "mailbox": mbox, "reductions": reds, "memory": mem, "age_ms": age,
                                "hibernated": status == "hibernated"}
+        # reductions_rate: the reductions at the last such request (the node's baseline)
+        self.rate_base = None
+        self.rate_requests = 0
         self.listeners = {
             "echo_server": {"name": "echo_server", "address": "0.0.0.0:5555", "connections": 1,
                             "max_connections": "infinity", "acceptors": 2, "accepts": 1234,
@@ -93,13 +111,31 @@ class Node:
             raise Refusal("bad_request", "unknown status")
         with self.lock:
             procs = [copy.deepcopy(p) for p in self.procs.values()]
+            if sort == "reductions_rate":
+                # Reductions grow at each process's own rate, on a virtual
+                # clock that moves one second a request; the figure is the
+                # delta since the last such request over its interval.
+                self.rate_requests += 1
+                for p in procs:
+                    p["reductions"] += LABELS[p["pid"]][2] * self.rate_requests
+                base, self.rate_base = self.rate_base, (self.rate_requests, dict((p["pid"], p["reductions"]) for p in procs))
+                interval_ms = 1000 * (self.rate_requests - base[0]) if base else 0
+                for p in procs:
+                    delta = p["reductions"] - base[1].get(p["pid"], 0) if base else p["reductions"]
+                    p["reductions_per_s"] = delta * 1000.0 / interval_ms if interval_ms else None
+                    p["_key"] = delta
         total = len(procs)
         if "name" in req:
             procs = [p for p in procs if p["name"] is not None and req["name"] in p["name"]]
         if status is not None:
             procs = [p for p in procs if p["status"] == status]
-        procs.sort(key=lambda p: p[SORT_FIELD[sort]], reverse=True)
-        return {"total": total, "matched": len(procs), "processes": procs[:limit]}
+        procs.sort(key=lambda p: p["_key"] if sort == "reductions_rate" else p[SORT_FIELD[sort]], reverse=True)
+        for p in procs:
+            p.pop("_key", None)
+        out = {"total": total, "matched": len(procs), "processes": procs[:limit]}
+        if sort == "reductions_rate":
+            out["interval_ms"] = interval_ms
+        return out
 
     def process(self, req):
         pid = req.get("pid")
@@ -154,7 +190,8 @@ class Node:
             if pid not in self.procs:
                 raise Refusal("noproc", "no live process %s" % pid)
             del self.procs[pid]
-        return {"pid": pid, "reason": reason}
+        return {"pid": pid, "reason": reason, "outcome": "exited",
+                "exit_reason": "killed" if reason == "kill" else reason, "waited_ms": 3}
 
     def load(self, req):
         path = req.get("path", "")

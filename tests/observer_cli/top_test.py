@@ -120,6 +120,11 @@ def header_list_sort_select_kill_resize_quit(cli):
             expect("*REDS" in pane.text(), "the sort column is marked")
             expect(pane.first_row().startswith("<7.0>") and "hungry_cruncher" in pane.first_row(),
                    "sorted by reductions first", pane.first_row())
+            # REDS/S is the node's figure over the last interval (the fake's
+            # cruncher does 120,000 a second), not its running total.
+            expect(wait_for(lambda: " 120000 " in pane.first_row(), 5), "REDS/S shows the rate", pane.first_row())
+            expect(node.requests()[1].get("sort") == "reductions_rate", "top asks for reductions_rate",
+                   node.requests()[:3])
 
             pane.keys("b")
             expect(wait_for(lambda: "flooded_logger" in pane.first_row(), 5), "b sorts by mailbox", pane.text())

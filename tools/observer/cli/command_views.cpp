@@ -81,14 +81,15 @@ std::string render_processes(const json& r) {
                     std::to_string(list.size()) + " shown\n";
   if (list.empty()) return out;
   text_table t({{"PID"},
-                {"NAME"},
+                {"NAME OR INITIAL CALL"},
+                {"KIND"},
                 {"STATUS"},
                 {"MAILBOX", align::right},
                 {"REDUCTIONS", align::right},
                 {"MEMORY", align::right},
                 {"AGE", align::right}});
   for (const auto& p : list)
-    t.add_row({str(p, "pid"), text_or_dash(p.at("name")), str(p, "status"), integer(p, "mailbox"),
+    t.add_row({str(p, "pid"), name_or_call(p), kind_or_dash(p), str(p, "status"), integer(p, "mailbox"),
                integer(p, "reductions"), human_bytes(num(p, "memory")), human_duration_ms(num(p, "age_ms"))});
   return out + "\n" + t.render();
 }
@@ -163,10 +164,22 @@ std::string render_modules(const json& r) {
 
 std::string text_or_dash(const json& v) { return v.is_null() ? "-" : v.get<std::string>(); }
 
+std::string name_or_call(const json& p) {
+  const json& name = p.at("name");
+  if (name.is_string()) return name.get<std::string>();
+  // A node older than this CLI sends no initial_call.
+  if (p.contains("initial_call") && p.at("initial_call").is_string()) return p.at("initial_call").get<std::string>();
+  return "-";
+}
+
+std::string kind_or_dash(const json& p) { return p.contains("kind") ? p.at("kind").get<std::string>() : "-"; }
+
 std::string render_process(const json& p) {
   key_values kv;
   kv.add("pid", str(p, "pid"));
   kv.add("name", text_or_dash(p.at("name")));
+  if (p.contains("initial_call")) kv.add("initial call", text_or_dash(p.at("initial_call")));
+  if (p.contains("kind")) kv.add("kind", str(p, "kind"));
   kv.add("status", str(p, "status") + (p.at("hibernated").get<bool>() ? " (hibernated)" : ""));
   kv.add("mailbox", integer(p, "mailbox") + " messages, " + human_bytes(num(p, "mailbox_bytes")));
   kv.add("reductions", integer(p, "reductions"));
@@ -190,6 +203,16 @@ std::string render_process(const json& p) {
   return kv.render();
 }
 
+std::string render_kill(const json& r) {
+  std::string sent = str(r, "pid") + " (reason: " + str(r, "reason") + ")";
+  // A node older than this CLI answers once the signal is sent, saying no more.
+  if (!r.contains("outcome")) return "killed " + sent + "\n";
+  if (str(r, "outcome") == "exited")
+    return "killed " + sent + ": it exited (" + str(r, "exit_reason") + ") after " +
+           human_duration_ms(num(r, "waited_ms")) + "\n";
+  return "sent the exit to " + sent + "; it had not exited after " + human_duration_ms(num(r, "waited_ms")) + "\n";
+}
+
 std::string render_result(const std::string& command, const json& r) {
   if (command == "overview") return render_overview(r);
   if (command == "processes") return render_processes(r);
@@ -197,7 +220,7 @@ std::string render_result(const std::string& command, const json& r) {
   if (command == "tree") return render_tree(r);
   if (command == "listeners") return render_listeners(r);
   if (command == "modules") return render_modules(r);
-  if (command == "kill") return "killed " + str(r, "pid") + " (reason: " + str(r, "reason") + ")\n";
+  if (command == "kill") return render_kill(r);
   if (command == "load") return "loaded " + str(r, "name") + " " + str(r, "version") + "\n";
   if (command == "set_max_connections") {
     const json& max = r.at("max_connections");

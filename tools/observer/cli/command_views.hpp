@@ -14,6 +14,12 @@ std::string render_result(const std::string& command, const json& result);
 
 // Shared with top: a possibly-null string field shown as "-" when null.
 std::string text_or_dash(const json& v);
+// A process row's registered name, else its initial call, else "-".
+std::string name_or_call(const json& p);
+// A process row's kind, or "-" from a node that does not send it.
+std::string kind_or_dash(const json& p);
+// The kill command's line: whether the process exited, and how.
+std::string render_kill(const json& r);
 
 // The process view's lines ("name   value"), shared by `process` and top.
 std::string render_process(const json& p);

@@ -29,7 +29,7 @@ json answer(const request& r, dispatch_env& env) {
     static const sampler none;
     return overview_view(env.samples ? *env.samples : none);
   }
-  if (n == "processes") return processes_view(f);
+  if (n == "processes") return processes_view(f, env.rate_baseline);
   if (n == "process") return process_view(f);
   if (n == "tree") return tree_view();
   if (n == "listeners") return listeners_view();

@@ -5,6 +5,8 @@
 #include "protocol.hpp"
 #include "sampler.hpp"
 
+#include <herd/actors/introspect.hpp>
+
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +23,8 @@ struct trace_request {
 
 struct dispatch_env {
   const sampler* samples = nullptr;
+  // The baseline of `processes --sort reductions_rate` (the server's; nullptr: no rates).
+  introspect::reductions_sample* rate_baseline = nullptr;
   // Starts a trace; an error fails the request. On success the reply
   // (tracing, limit) is what dispatch returns; events follow it.
   std::function<std::optional<request_failure>(const trace_request&)> start_trace;

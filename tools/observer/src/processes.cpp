@@ -1,10 +1,11 @@
-// processes, process and kill: the actors layer's snapshots (introspect.hpp)
+// processes and process: the actors layer's snapshots (introspect.hpp)
 // turned into the protocol's fields.
 #include "views.hpp"
 
 #include <herd/actors/introspect.hpp>
 #include <herd/actors/module.hpp>
 #include <herd/actors/process.hpp>
+#include <herd/runtime/clock.hpp>
 #include <herd/supervisors/introspect.hpp>
 
 #include <chrono>
@@ -21,6 +22,8 @@ constexpr std::chrono::milliseconds relations_wait{100};
 json row_json(const process_row& r) {
   return {{"pid", r.id.to_string()},
           {"name", r.name.empty() ? json(nullptr) : json(r.name)},
+          {"initial_call", r.initial_call.empty() ? json(nullptr) : json(r.initial_call)},
+          {"kind", to_string(r.kind)},
           {"status", to_string(r.state)},
           {"mailbox", r.mailbox},
           {"reductions", r.reductions},
@@ -40,12 +43,17 @@ sort_key sort_of(const std::optional<std::string>& s) {
   if (*s == "mailbox") return sort_key::mailbox;
   if (*s == "memory") return sort_key::memory;
   if (*s == "age") return sort_key::age;
-  throw request_failure{"bad_request", "sort must be mailbox, reductions, memory or age"};
+  if (*s == "reductions_rate") return sort_key::reductions_rate;
+  throw request_failure{"bad_request", "sort must be mailbox, reductions, reductions_rate, memory or age"};
 }
 
 }  // namespace
 
-json processes_view(const json& f) {
+// A baseline older than this is not used for a rate (the figure would be
+// an average over minutes); the request starts a new one.
+constexpr uint64_t stale_baseline_ms = 10000;
+
+json processes_view(const json& f, reductions_sample* baseline) {
   process_query q;
   q.sort = sort_of(string_field(f, "sort"));
   q.limit = std::size_t(int_field(f, "limit", 20, 1, 100000));
@@ -54,10 +62,34 @@ json processes_view(const json& f) {
     q.state = status_from(*s);
     if (!q.state) throw request_failure{"bad_request", "status must be running, runnable, waiting, hibernated or exiting"};
   }
+  if (auto k = string_field(f, "kind")) {
+    q.kind = kind_from(*k);
+    if (!q.kind) throw request_failure{"bad_request", "kind must be worker, server, supervisor, acceptor or connection"};
+  }
+  // reductions_rate: this pass's sample is the next request's baseline, so
+  // a rate covers the time between two requests (from any client).
+  const bool rates = q.sort == sort_key::reductions_rate;
+  reductions_sample next;
+  if (rates) {
+    const uint64_t now = rt::now_ms();
+    if (baseline && !baseline->by_slot.empty() && now - baseline->at_ms <= stale_baseline_ms) q.since = baseline;
+    q.sample = &next;
+  }
   process_list l = processes(q);
+  const uint64_t interval = q.since ? next.at_ms - q.since->at_ms : 0;
   json rows = json::array();
-  for (auto& r : l.rows) rows.push_back(row_json(r));
-  return {{"total", l.total}, {"matched", l.matched}, {"processes", std::move(rows)}};
+  for (auto& r : l.rows) {
+    json row = row_json(r);
+    if (rates)
+      row["reductions_per_s"] = interval ? json(double(r.reductions_delta) * 1000.0 / double(interval)) : json(nullptr);
+    rows.push_back(std::move(row));
+  }
+  json out = {{"total", l.total}, {"matched", l.matched}, {"processes", std::move(rows)}};
+  if (rates) {
+    out["interval_ms"] = interval;
+    if (baseline) *baseline = std::move(next);
+  }
+  return out;
 }
 
 json process_view(const json& f) {
@@ -82,13 +114,26 @@ json process_view(const json& f) {
   json out;
   out["pid"] = r.id.to_string();
   out["name"] = r.name.empty() ? json(nullptr) : json(r.name);
+  out["initial_call"] = r.initial_call.empty() ? json(nullptr) : json(r.initial_call);
+  out["kind"] = to_string(r.kind);
   out["status"] = to_string(r.state);
   out["mailbox"] = r.mailbox;
   // Exact when the process answered (it summed its own queue); else the
   // scan's estimate.
-  out["mailbox_bytes"] = rel->answered ? rel->mailbox_bytes : r.mailbox * mailbox_message_estimate;
+  const uint64_t mailbox_bytes = rel->answered ? rel->mailbox_bytes : r.mailbox * mailbox_message_estimate;
+  out["mailbox_bytes"] = mailbox_bytes;
   out["reductions"] = r.reductions;
-  out["memory"] = r.memory;
+  // The parts of `memory`, exact where the process answered.
+  const uint64_t rel_bytes = rel->answered ? rel->relations_bytes : d->relations_bytes;
+  json parts = {{"stack", d->stack_pages},
+                {"mailbox", mailbox_bytes},
+                {"control_block", d->control_block},
+                {"relations", rel_bytes},
+                {"continuation", rel->continuation_bytes}};
+  uint64_t memory = 0;
+  for (auto& [k, v] : parts.items()) memory += v.get<uint64_t>();
+  out["memory"] = memory;
+  out["memory_parts"] = std::move(parts);
   out["stack"] = {{"size", d->stack_size}, {"touched", d->stack_touched}};
   out["hibernated"] = r.hibernated;
   out["trap_exit"] = rel->answered ? rel->trap_exit : d->trap_exit;
@@ -102,19 +147,6 @@ json process_view(const json& f) {
   out["age_ms"] = r.age_ms;
   out["relations"] = rel->answered ? "ok" : "busy";
   return out;
-}
-
-json kill_view(const json& f) {
-  pid p = required_pid(f, "pid");
-  std::string reason = string_field(f, "reason").value_or("kill");
-  if (reason.empty()) throw request_failure{"bad_request", "reason must not be empty"};
-  exit_reason r = reason == "kill"       ? exit_reason::kill()
-                  : reason == "shutdown" ? exit_reason::shutdown()
-                  : reason == "normal"   ? exit_reason::normal()
-                                         : exit_reason::error("observer", reason);
-  if (!process_info(p)) throw request_failure{"noproc", p.to_string() + " is not a live process"};
-  herd::exit(p, std::move(r));
-  return {{"pid", p.to_string()}, {"reason", reason}};
 }
 
 }  // namespace herd::observer

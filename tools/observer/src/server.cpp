@@ -45,6 +45,8 @@
 #include "unix_socket.hpp"
 #include "views.hpp"
 
+#include <herd/runtime/clock.hpp>
+
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -106,6 +108,7 @@ server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_p
       spare_fd_(open_spare()), path_(std::move(path)), metrics_port_(metrics_port) {
   if (wake_fd_ < 0) throw std::runtime_error("observer: eventfd failed");
   env_.samples = &samples_;
+  env_.rate_baseline = &rate_baseline_;
   env_.start_trace = [this](const trace_request& r) -> std::optional<request_failure> {
     std::string err;
     auto t = introspect::tracer::start(r.target, r.limit, wake_fd_, &err);
@@ -371,6 +374,10 @@ void server::run() {
       ::malloc_trim(0);
       trim_due_ = answered_since_trim_ = false;
     }
+    // Nobody has asked for a rate for a while (top has quit): give the
+    // baseline's memory back (a 1,000,000-process node's is 16 MB).
+    if (!rate_baseline_.by_slot.empty() && rt::now_ms() - rate_baseline_.at_ms > 10000)
+      rate_baseline_ = introspect::reductions_sample{};
   }
 }
 

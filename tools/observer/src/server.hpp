@@ -63,6 +63,7 @@ class server {
 
   // The observer thread's own (no locks).
   sampler samples_;
+  introspect::reductions_sample rate_baseline_;  // 16 bytes a process while top runs
   dispatch_env env_;
   std::list<client> clients_;
   // A reply above big_reply bytes was made: malloc_trim once the clients have theirs.

@@ -65,6 +65,10 @@ struct builder {
     j["pid"] = pid_json(c.child);
     j["kind"] = sup::to_string(c.type);
     j["restart"] = sup::to_string(c.restart);
+    // A registered worker shows its name (a listener's acceptors are
+    // <listener>_acceptor_<n>); a supervisor's comes with its own fields below.
+    if (c.child.valid())
+      if (auto name = registered_name(c.child)) j["name"] = *name;
     auto s = c.child.valid() ? sups.find(c.child) : sups.end();
     if (s != sups.end() && depth < 64 && placed.insert(c.child).second) {
       json inner = supervisor_node(s->second, depth + 1);

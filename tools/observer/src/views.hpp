@@ -2,12 +2,15 @@
 // runs on the observer's thread (never a worker) and throws request_failure
 // for an error reply. Grouped by what they look at:
 //   overview.cpp  overview, and the Prometheus text made from it
-//   processes.cpp processes, process, kill
+//   processes.cpp processes, process
+//   kill.cpp      kill (and the wait for the exit)
 //   tree.cpp      tree
 //   node_views.cpp listeners, set_max_connections, modules, load
 #pragma once
 #include "protocol.hpp"
 #include "sampler.hpp"
+
+#include <herd/actors/introspect.hpp>
 
 #include <string>
 
@@ -16,7 +19,8 @@ namespace herd::observer {
 json overview_view(const sampler& s);
 std::string prometheus_text(const sampler& s);
 
-json processes_view(const json& f);
+// baseline: the node's last reductions sample (sort reductions_rate), or nullptr.
+json processes_view(const json& f, introspect::reductions_sample* baseline);
 json process_view(const json& f);
 json kill_view(const json& f);
 

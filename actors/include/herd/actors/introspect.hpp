@@ -13,6 +13,7 @@
 // your own as the observer does).
 #pragma once
 #include <herd/actors/pid.hpp>
+#include <herd/actors/spawn.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -39,31 +40,57 @@ enum class status : uint8_t {
 const char* to_string(status s) noexcept;
 std::optional<status> status_from(std::string_view s) noexcept;
 
+const char* to_string(process_kind k) noexcept;
+std::optional<process_kind> kind_from(std::string_view s) noexcept;
+
 struct process_row {
   pid id;
   std::string name;          // registered name; empty: none
+  // What was spawned: spawn_options::initial_call, or the spawned function's
+  // C++ type ("main()::<lambda()>"); empty: not known (spawned by module
+  // code, or the node's root).
+  std::string initial_call;
+  process_kind kind = process_kind::worker;
   status state = status::waiting;
   uint64_t mailbox = 0;      // messages waiting (enqueued - taken)
   uint64_t reductions = 0;
-  // Touched stack bytes + mailbox bytes (estimated here: mailbox x
-  // mailbox_message_estimate) + control block. Heap owned by user objects
-  // (what a process's variables point to) is not counted: herd cannot see it.
+  // What the runtime knows the process holds: its stack's touched pages +
+  // mailbox bytes (estimated here: mailbox x mailbox_message_estimate) +
+  // control block (with the spawned function inline) + its links/monitors
+  // containers (as it last published them, before its last park). Heap owned
+  // by user objects (what a process's variables point to) is not counted:
+  // herd cannot see it. process_info + ask_relations give the exact parts.
   uint64_t memory = 0;
   uint64_t age_ms = 0;
   bool hibernated = false;
+  // Reductions since process_query::since was taken (all of them for a
+  // process not in it, or when the query had no `since`).
+  uint64_t reductions_delta = 0;
 };
 
 // The bytes a queued message is counted as in a scan's `memory` (its header
 // plus a small payload); process_info's relations give the exact figure.
 inline constexpr uint64_t mailbox_message_estimate = 64;
 
-enum class sort_key : uint8_t { mailbox, reductions, memory, age };
+// reductions_rate: by reductions_delta (reductions since `since`).
+enum class sort_key : uint8_t { mailbox, reductions, memory, age, reductions_rate };
+
+// Every live process's reductions at one moment, in slot order: the
+// baseline a later scan subtracts for a rate (what recon's proc_window does
+// with two full snapshots). 16 bytes a process.
+struct reductions_sample {
+  uint64_t at_ms = 0;  // rt::now_ms()
+  std::vector<std::pair<pid, uint64_t>> by_slot;
+};
 
 struct process_query {
   sort_key sort = sort_key::reductions;  // descending; age: oldest first
   std::size_t limit = 20;
   std::optional<std::string> name;       // substring of the registered name (unnamed never match)
   std::optional<status> state;
+  std::optional<process_kind> kind;
+  const reductions_sample* since = nullptr;  // rows get reductions_delta against it
+  reductions_sample* sample = nullptr;       // filled by the same pass (may be `since`'s successor)
 };
 
 struct process_list {
@@ -81,6 +108,9 @@ struct process_detail {
   pid parent;                   // who spawned it (no_pid: the root or a plain thread)
   uint64_t stack_size = 0;
   uint64_t stack_touched = 0;   // bytes below the stack's top seen in use at a switch
+  uint64_t stack_pages = 0;     // stack_touched rounded up to whole pages
+  uint64_t control_block = 0;   // the block, with the spawned function stored inline
+  uint64_t relations_bytes = 0; // links/monitors containers, as last published
   uint64_t last_ran_ms_ago = 0;
   bool trap_exit = false;
 };
@@ -94,6 +124,8 @@ struct relations {
   std::vector<pid> monitored_by;  // processes monitoring it (a pending call counts)
   bool trap_exit = false;
   uint64_t mailbox_bytes = 0;     // exact, over the messages it has taken in
+  uint64_t relations_bytes = 0;   // its links/monitors containers, exact now
+  uint64_t continuation_bytes = 0;  // hibernated: the continuation waiting to run
 };
 // A plain thread. Sends p a signal it answers at its next drain and waits up
 // to `wait` for the answer. std::nullopt: no such live process.

@@ -68,7 +68,9 @@ monitor_ref new_ref() noexcept;
 
 template <class F, class... Args>
 pid spawn_with(const spawn_options& o, spawn_relation rel, F&& fn, Args&&... args) {
-  return launch_related(make_process(std::forward<F>(fn), std::forward<Args>(args)...), o, rel);
+  process* p = make_process(std::forward<F>(fn), std::forward<Args>(args)...);
+  set_labels(p, labels_for<F>(o), o.kind);
+  return launch_related(p, o, rel);
 }
 }  // namespace detail
 

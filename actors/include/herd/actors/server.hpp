@@ -422,8 +422,11 @@ server_ref<S> start(const server_options& o, bool link_it, Args&&... args) {
   auto body = [](pid par, bool ack, server_options so, std::decay_t<Args>... a) -> hibernation {
     return loop<S>::start(par, ack, std::move(so), std::move(a)...);
   };
-  pid p = link_it ? spawn_link(o.spawn, body, parent, sync, o, std::forward<Args>(args)...)
-                  : spawn(o.spawn, body, parent, sync, o, std::forward<Args>(args)...);
+  spawn_options so = o.spawn;  // labelled as S, not as the loop's lambda
+  so.kind = process_kind::server;
+  if (!so.initial_call) so.initial_call = spawn_label<S>();
+  pid p = link_it ? spawn_link(so, body, parent, sync, o, std::forward<Args>(args)...)
+                  : spawn(so, body, parent, sync, o, std::forward<Args>(args)...);
   if (sync) await_init(p);
   return server_ref<S>{p};
 }

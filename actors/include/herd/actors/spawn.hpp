@@ -34,11 +34,22 @@ struct mailbox_limit {
   bool log = true;
 };
 
+// What a process is, for an operator reading the observer's rows (BEAM has
+// no such tag; observer_cli guesses it from the initial call).
+enum class process_kind : uint8_t { worker, server, supervisor, acceptor, connection };
+
 struct spawn_options {
   std::size_t stack_size = 0;           // bytes; 0: the node's default (64 KiB)
   std::string_view name{};              // register under this name (must be free)
   priority prio = priority::normal;
   mailbox_limit max_mailbox{};
+  // The observer's labels. initial_call names what was spawned (BEAM's
+  // initial call); nullptr: the spawned function's C++ type. It is kept as a
+  // pointer, never copied: give a string literal (static storage in the host
+  // executable or herd — a module's literals go when it is unloaded, so a
+  // process spawned by module code records none).
+  const char* initial_call = nullptr;
+  process_kind kind = process_kind::worker;
 };
 
 // Thrown by spawn when no process can be created: the node's max_actors is
@@ -55,6 +66,22 @@ void* body_storage(process* p) noexcept;
 void set_body(process* p, body* b) noexcept;
 void discard_process(process* p) noexcept;
 pid launch(process* p, const spawn_options& o);
+// Records the observer's labels in p, before launch.
+void set_labels(process* p, const char* initial_call, process_kind kind) noexcept;
+// The spawned function's type, as the compiler spells it in this function's
+// __PRETTY_FUNCTION__ ("... [with F = main()::<lambda()>]"): a constant, so
+// a spawn pays one pointer store. The observer cuts out the type.
+template <class F>
+const char* spawn_label() noexcept {
+  return __PRETTY_FUNCTION__;
+}
+// The label a spawn from here records: none from module code (see
+// spawn_options::initial_call).
+template <class F>
+const char* labels_for(const spawn_options& o) noexcept {
+  if (__builtin_expect(this_module() != nullptr, 0)) return nullptr;
+  return o.initial_call ? o.initial_call : spawn_label<std::decay_t<F>>();
+}
 }  // namespace detail
 
 namespace detail {
@@ -101,7 +128,9 @@ process* make_process(F&& fn, Args&&... args) {
 // Any thread with a running node.
 template <class F, class... Args>
 pid spawn(const spawn_options& o, F&& fn, Args&&... args) {
-  return detail::launch(detail::make_process(std::forward<F>(fn), std::forward<Args>(args)...), o);
+  detail::process* p = detail::make_process(std::forward<F>(fn), std::forward<Args>(args)...);
+  detail::set_labels(p, detail::labels_for<F>(o), o.kind);
+  return detail::launch(p, o);
 }
 
 

@@ -173,7 +173,9 @@ class start_function {
         return herd::spawn_link(o, fn);
       } else {
         const tuple* t = a.get<tuple>();
-        return herd::spawn_link(o, [f = fn, args = *t]() mutable -> decltype(auto) {
+        spawn_options named = o;  // the user's function, not the wrapper below
+        if (!named.initial_call) named.initial_call = herd::detail::spawn_label<F>();
+        return herd::spawn_link(named, [f = fn, args = *t]() mutable -> decltype(auto) {
           return std::apply(f, std::move(args));
         });
       }
@@ -193,6 +195,11 @@ struct child_spec {
   std::string registered_name{}; // register every instance under this name
   std::size_t stack_size = 0;    // 0: the node's default
   priority prio = priority::normal;
+  // The observer's labels for the child process (spawn_options): a worker's
+  // kind (a supervisor child is always `supervisor`), and what it runs — a
+  // string literal; nullptr: the start function's C++ type.
+  process_kind kind = process_kind::worker;
+  const char* initial_call = nullptr;
 };
 
 }  // namespace herd::supervisor

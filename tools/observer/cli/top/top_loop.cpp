@@ -14,6 +14,7 @@
 #include "top/top_loop.hpp"
 
 #include "cli_error.hpp"
+#include "command_views.hpp"
 #include "node_connection.hpp"
 #include "top/terminal.hpp"
 #include "top/top_keys.hpp"
@@ -87,7 +88,8 @@ void refresh(node_connection& node, top_state& s, screen_size size) {
 void kill_process(node_connection& node, top_state& s, const std::string& pid) {
   try {
     json r = node.call({{"req", "kill"}, {"pid", pid}});
-    s.status = "killed " + pid + " (reason: " + r.value("reason", std::string("kill")) + ")";
+    s.status = render_kill(r);
+    if (!s.status.empty() && s.status.back() == '\n') s.status.pop_back();
   } catch (const node_error_reply& e) {
     s.status = "kill " + pid + ": " + e.what();
   }

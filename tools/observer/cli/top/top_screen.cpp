@@ -128,20 +128,29 @@ std::string process_line(const std::string& pid, const std::string& name, const 
          fit(reds, reds_w, align::right) + " " + fit(mem, mem_w, align::right) + " " + fit(mbox, mbox_w, align::right);
 }
 
+// Reductions a second over the node's last interval — a running total says
+// how long a process has lived more than how busy it is. "-" for the first
+// refresh (no interval yet).
+std::string reductions_rate(const json& p, int cols) {
+  auto it = p.find("reductions_per_s");
+  if (it == p.end() || !it->is_number()) return "-";
+  double r = it->get<double>();
+  return cols < narrow_screen || r >= 1e9 ? human_count(r) : std::to_string(static_cast<long long>(r + 0.5));
+}
+
 void process_list(const top_state& s, int cols, std::size_t capacity, std::vector<std::string>& out) {
   auto title = [&](const char* t, sort_key k) { return std::string(s.sort == k ? "*" : "") + t; };
   out.push_back(styled(bold,
-                       process_line("PID", "NAME", "STATUS", title("REDS", sort_key::reductions),
+                       process_line("PID", "NAME", "STATUS", title("REDS/S", sort_key::reductions),
                                     title("MEMORY", sort_key::memory), title(cols < narrow_screen ? "MBOX" : "MAILBOX", sort_key::mailbox), cols),
                        cols));
   if (!s.processes.is_object()) return;
   const json& list = s.processes.at("processes");
   for (std::size_t i = 0; i < list.size() && i < capacity; ++i) {
     const json& p = list[i];
-    std::string line = process_line(printable(p.at("pid").get<std::string>()), printable(text_or_dash(p.at("name"))),
+    std::string line = process_line(printable(p.at("pid").get<std::string>()), printable(name_or_call(p)),
                                     p.at("status").get<std::string>(),
-                                    cols < narrow_screen ? human_count(p.at("reductions").get<double>())
-                                                         : std::to_string(p.at("reductions").get<long long>()),
+                                    reductions_rate(p, cols),
                                     human_bytes(p.at("memory").get<double>()),
                                     std::to_string(p.at("mailbox").get<long long>()), cols);
     line = fit(line, static_cast<std::size_t>(cols));
@@ -174,7 +183,8 @@ std::string footer(const top_state& s) {
 
 const char* sort_name(sort_key k) {
   switch (k) {
-    case sort_key::reductions: return "reductions";
+    // By reductions in the last interval (the node keeps the baseline).
+    case sort_key::reductions: return "reductions_rate";
     case sort_key::memory: return "memory";
     case sort_key::mailbox: return "mailbox";
   }

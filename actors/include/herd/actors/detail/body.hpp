@@ -6,6 +6,7 @@
 #include <herd/runtime/alloc.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -26,6 +27,9 @@ struct body {
   // at once, as an inline one does, instead of waiting for a message as a
   // continuation does.
   bool first = false;
+  // A continuation's allocation size (make_heap_body), for the observer's
+  // `memory`; 0 for an inline body (the control block's body_size counts it).
+  uint32_t heap_bytes = 0;
 };
 
 body* take_continuation(hibernation&& h) noexcept;
@@ -82,6 +86,7 @@ body* make_heap_body(F&& f) {
     alloc::deallocate(mem);
     throw;
   }
+  b->heap_bytes = static_cast<uint32_t>(sizeof(B));
   if (__builtin_expect(this_module() != nullptr, 0)) return wrap_module_body(b, this_module());
   return b;
 }
