@@ -57,9 +57,11 @@ void answer_info(process* p, info_answer& a) noexcept {
     r.answered = true;
     r.trap_exit = p->trap_exit.load(std::memory_order_relaxed);
     if (relations* rel = p->rel) {
-      r.links = rel->links;
-      for (auto& [ref, who] : rel->monitoring) r.monitors.push_back(who);
-      for (auto& [ref, who] : rel->watchers) r.monitored_by.push_back(who);
+      rel->links.for_each([&](const link_entry& l) { r.links.push_back(pid{uint32_t(l.key), uint32_t(l.key >> 32)}); });
+      rel->refs.for_each([&](const ref_entry& e) {
+        if (relations::role_of(e) == ref_role::monitoring) r.monitors.push_back(e.other);
+        else if (relations::role_of(e) == ref_role::watcher) r.monitored_by.push_back(e.other);
+      });
     }
     for (message* m = p->mbox.save_head; m; m = next_of(m)) r.mailbox_bytes += message::payload_offset + m->ops->size;
     std::lock_guard<std::mutex> g(a.m);
