@@ -18,6 +18,8 @@ struct config {
 void run_workload(const config& c);
 // workloads_failure.cpp: call, restart. False if c.workload is not one of them.
 bool run_failure_workload(const config& c);
+// workloads_relations.cpp: forkjoin_monitor, links, monitors, deferred_calls.
+bool run_relations_workload(const config& c);
 // Printed on every RESULT line.
 std::string common_keys(const config& c);
 
