@@ -23,6 +23,11 @@ call_state begin_call(pid server, message* request) {
     std::fputs("herd: call() outside a process\n", stderr);
     std::abort();
   }
+  if (server == p->id) {
+    destroy_message(request);
+    throw call_error(call_error::calling_self, exit_reason::error("calling_self", "a process called itself"),
+                     "herd::call to " + server.to_string() + ": calling_self (a process cannot call itself)");
+  }
   call_state st{new_ref().id, server, false};
   mark_mailbox_of(p);  // the reply and any `down` can only come after this point
   relations& r = relations_of(p);
@@ -51,12 +56,13 @@ void end_call(const call_state& st, bool got_down, bool replied_by_server) {
 }
 
 [[noreturn]] void throw_call_error(call_error::kind_t k, const call_state& st, exit_reason r,
-                                   std::chrono::milliseconds timeout) {
-  std::string what = "herd::call to " + st.server.to_string() + ": ";
+                                   std::chrono::milliseconds timeout, std::string_view name) {
+  std::string what = "herd::call to " + (name.empty() ? st.server.to_string() : "'" + std::string(name) + "'") + ": ";
   switch (k) {
     case call_error::timeout: what += "no reply within " + std::to_string(timeout.count()) + " ms"; break;
-    case call_error::noproc: what += "no such process (noproc)"; break;
+    case call_error::noproc: what += name.empty() ? "no such process (noproc)" : "no process registered under that name (noproc)"; break;
     case call_error::exited: what += "the server exited: " + r.to_string(); break;
+    case call_error::calling_self: what += "calling_self"; break;
   }
   throw call_error(k, std::move(r), what);
 }

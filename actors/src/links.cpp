@@ -3,6 +3,7 @@
 // (signals.cpp); a request to a process that is gone is answered at once by
 // a signal to ourselves, so it is acted on in order at our next blocking point.
 #include <herd/actors/links.hpp>
+#include <herd/actors/registry.hpp>
 
 #include "node_state.hpp"
 #include "process.hpp"
@@ -109,6 +110,8 @@ monitor_ref monitor(pid target) {
     send_signal(p->id, kind_down, down{ref, target, exit_reason::noproc()});
   return ref;
 }
+
+monitor_ref monitor(std::string_view name) { return monitor(whereis(name).value_or(no_pid)); }
 
 bool demonitor(monitor_ref ref) {
   process* p = require_self("demonitor");
