@@ -57,26 +57,17 @@ struct info_answer {
 };
 
 namespace {
-// What a container holds on the heap, whatever its kind (the links/monitors
-// containers are the owner's business and may change shape).
-template <class C>
-std::size_t container_bytes(const C& c) noexcept {
-  using V = typename C::value_type;
-  if constexpr (requires { c.capacity(); }) {
-    return c.capacity() * sizeof(V);
-  } else if constexpr (requires { c.bucket_count(); }) {
-    return c.size() * (sizeof(V) + 2 * sizeof(void*)) + c.bucket_count() * sizeof(void*);
-  } else {
-    return c.size() * sizeof(V);
-  }
+// What a relation table holds on the heap beyond its inline slots.
+template <class T>
+std::size_t table_heap_bytes(const T& t) noexcept {
+  return std::size_t{t.heap_slots()} * sizeof(typename T::value_type);
 }
 }  // namespace
 
 uint32_t relations_bytes_of(const process* p) noexcept {
   const relations* r = p->rel;
   if (!r) return 0;
-  std::size_t b = sizeof(relations) + container_bytes(r->links) + container_bytes(r->watchers) +
-                  container_bytes(r->monitoring) + container_bytes(r->aliases);
+  std::size_t b = sizeof(relations) + table_heap_bytes(r->links) + table_heap_bytes(r->refs);
   return static_cast<uint32_t>(std::min<std::size_t>(b, UINT32_MAX));
 }
 
@@ -90,9 +81,11 @@ void answer_info(process* p, info_answer& a) noexcept {
     if (body* b = p->current_body; b && !b->inline_storage) r.continuation_bytes = b->heap_bytes;
     r.trap_exit = p->trap_exit.load(std::memory_order_relaxed);
     if (relations* rel = p->rel) {
-      r.links = rel->links;
-      for (auto& [ref, who] : rel->monitoring) r.monitors.push_back(who);
-      for (auto& [ref, who] : rel->watchers) r.monitored_by.push_back(who);
+      rel->links.for_each([&](const link_entry& l) { r.links.push_back(pid{uint32_t(l.key), uint32_t(l.key >> 32)}); });
+      rel->refs.for_each([&](const ref_entry& e) {
+        if (relations::role_of(e) == ref_role::monitoring) r.monitors.push_back(e.other);
+        else if (relations::role_of(e) == ref_role::watcher) r.monitored_by.push_back(e.other);
+      });
     }
     for (message* m = p->mbox.save_head; m; m = next_of(m)) r.mailbox_bytes += message::payload_offset + m->ops->size;
     std::lock_guard<std::mutex> g(a.m);

@@ -3,12 +3,12 @@
 // (signals.cpp); a request to a process that is gone is answered at once by
 // a signal to ourselves, so it is acted on in order at our next blocking point.
 #include <herd/actors/links.hpp>
+#include <herd/actors/registry.hpp>
 
 #include "node_state.hpp"
 #include "process.hpp"
 #include "signals.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -45,9 +45,9 @@ __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_ref_end = 0;
 pid launch_related(process* child, const spawn_options& o, spawn_relation rel) {
   process* parent = self_process();
   if (parent && rel.kind == spawn_relation::link) {
-    relations_of(child).links.push_back(parent->id);  // the child is not running yet: ours to set
+    relations_of(child).add_link(parent->id);  // the child is not running yet: ours to set
   } else if (parent && rel.kind == spawn_relation::monitor) {
-    relations_of(child).watchers.emplace_back(rel.ref.id, parent->id);
+    relations_of(child).add(ref_role::watcher, rel.ref.id, parent->id);
   }
   // The child's pid is known only once launch has allocated it, and launch
   // runs the child at once; so the parent's side is recorded through
@@ -59,9 +59,9 @@ pid launch_related(process* child, const spawn_options& o, spawn_relation rel) {
   child->on_launch = [](void* c, pid id) {
     auto* h = static_cast<hook_ctx*>(c);
     if (!h->parent) return;
-    if (h->rel.kind == spawn_relation::link) relations_of(h->parent).links.push_back(id);
+    if (h->rel.kind == spawn_relation::link) relations_of(h->parent).add_link(id);
     else if (h->rel.kind == spawn_relation::monitor)
-      relations_of(h->parent).monitoring.emplace_back(h->rel.ref.id, id);
+      relations_of(h->parent).add(ref_role::monitoring, h->rel.ref.id, id);
   };
   child->on_launch_ctx = &ctx;
   return launch(child, o);
@@ -76,22 +76,17 @@ using namespace detail;
 void link(pid target) {
   process* p = require_self("link");
   if (target == p->id) return;
-  auto& links = relations_of(p).links;
-  if (std::find(links.begin(), links.end(), target) == links.end()) links.push_back(target);
+  // An invalid pid names no process: noproc, and nothing to remember.
+  if (target.valid()) relations_of(p).add_link(target);
   // Sent even when already linked here: the other side may have dropped its
   // half when an unlink crossed an earlier link request.
-  if (!send_signal(target, kind_link, sig_link{p->id}))
+  if (!target.valid() || !send_signal(target, kind_link, sig_link{p->id}))
     send_signal(p->id, kind_exit, sig_exit{target, exit_reason::noproc(), true});
 }
 
 void unlink(pid target) {
   process* p = require_self("unlink");
-  if (!p->rel) return;
-  auto& links = p->rel->links;
-  auto it = std::find(links.begin(), links.end(), target);
-  if (it == links.end()) return;
-  *it = links.back();
-  links.pop_back();
+  if (!p->rel || !p->rel->drop_link(target)) return;
   send_signal(target, kind_unlink, sig_unlink{p->id});
 }
 
@@ -110,24 +105,21 @@ bool trapping_exits() noexcept {
 monitor_ref monitor(pid target) {
   process* p = require_self("monitor");
   monitor_ref ref = new_ref();
-  relations_of(p).monitoring.emplace_back(ref.id, target);
+  relations_of(p).add(ref_role::monitoring, ref.id, target);
   if (!send_signal(target, kind_monitor, sig_monitor{p->id, ref.id}))
     send_signal(p->id, kind_down, down{ref, target, exit_reason::noproc()});
   return ref;
 }
 
+monitor_ref monitor(std::string_view name) { return monitor(whereis(name).value_or(no_pid)); }
+
 bool demonitor(monitor_ref ref) {
   process* p = require_self("demonitor");
-  if (!p->rel) return false;
-  auto& mon = p->rel->monitoring;
-  auto it = std::find_if(mon.begin(), mon.end(), [&](auto& x) { return x.first == ref.id; });
-  if (it == mon.end()) {
+  pid target;
+  if (!p->rel || !p->rel->drop(ref_role::monitoring, ref.id, &target)) {
     drop_tagged(p, nullptr, true, ref.id);  // its `down` may be filed already: never received now
     return false;
   }
-  pid target = it->second;
-  *it = mon.back();
-  mon.pop_back();
   send_signal(target, kind_demonitor, sig_demonitor{p->id, ref.id});
   return true;
 }

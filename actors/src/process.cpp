@@ -16,6 +16,7 @@
 #include "process.hpp"
 
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/spawn.hpp>
 #include <herd/runtime/alloc.hpp>
@@ -87,6 +88,7 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
       next = h.next;
     } catch (...) {
       reason = reason_of_current_exception();
+      p->crashed = true;
     }
     p->running_body = nullptr;
     destroy_body(b);
@@ -115,6 +117,28 @@ void free_process(void* o) {
   alloc::deallocate(p);
 }
 
+// A supervisor spawns its children linked and traps exits: the exit reaches
+// it as a message and it reports the crash itself (supervisors/reports.cpp).
+// Any other crashing process is reported here, as Erlang's error logger
+// reports "Error in process ... with exit value ..." — except the root,
+// whose reason node::run returns to its caller.
+bool supervised(node_state* n, process* p) noexcept {
+  if (!p->rel || !p->parent.valid() || !p->rel->has_link(p->parent)) return false;
+  // On a worker: the parent's block stays readable until our next quiescent
+  // point. Its trap_exit is a relaxed hint, as for node shutdown.
+  process* parent = n->table.lookup(p->parent);
+  return parent && parent->trap_exit.load(std::memory_order_relaxed);
+}
+
+void report_crash(process* p, const exit_reason& r) noexcept {
+  if (!logging_enabled()) return;
+  try {
+    log_report("Error in process " + process_label(p->id) + " with exit value: " + r.to_string() +
+               " (not supervised; spawned by " + (p->parent.valid() ? p->parent.to_string() : "a thread") + ")");
+  } catch (...) {  // out of memory: the report is lost, the process ends anyway
+  }
+}
+
 void process_finished(rt::fiber* f) noexcept {
   process* p = process::from(f);
   if (f->rt_flags & rt::fiber_flag_no_stack) {
@@ -127,6 +151,7 @@ void process_finished(rt::fiber* f) noexcept {
   // Before the unpublish: a tracer that no longer finds the pid must be able
   // to count on the process having let go of it (trace.hpp).
   trace_exit(p, p->final_reason ? *p->final_reason : exit_reason::normal());
+  if (p->crashed && p->final_reason && !p->is_root && !supervised(n, p)) report_crash(p, *p->final_reason);
   n->table.unpublish(p->id);
   // The slot can be reused at once: a stale pid's lookup finds the new
   // process and rejects it by generation. Only the control block must wait
@@ -300,8 +325,9 @@ pid launch(process* p, const spawn_options& o) {
   }
   pid id;
   if (!n->table.allocate(id, rt::worker_index()))
-    return fail("herd: cannot spawn: max_actors (" + std::to_string(n->opts.max_actors) +
-                ") processes are alive; raise node_options::max_actors");
+    return fail("herd: cannot spawn: no free process slot; the node's limit is " +
+                std::to_string(n->table.capacity()) + " processes (node_options::max_actors " +
+                std::to_string(n->opts.max_actors) + ", rounded up by 64 slots per worker); raise max_actors");
   p->id = id;
   std::string err;
   if (!rt::prepare_stack(p, o.stack_size, &err)) {

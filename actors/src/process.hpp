@@ -50,6 +50,7 @@ struct alignas(64) process final : rt::fiber {
   uint32_t body_size = 0;
   uint32_t exits_swallowed = 0;      // owner: exit_unwind thrown and caught by user code
   bool is_root = false;              // set before start; the node waits for it
+  bool crashed = false;              // owner: an exception escaped its code (reported unless supervised)
   // Written by the owner only; relaxed loads by others (node shutdown, the
   // observer) are hints. (Packed here, in the padding after the bools.)
   std::atomic<bool> trap_exit{false};

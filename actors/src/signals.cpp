@@ -32,14 +32,13 @@ message* act_on(process* p, message* m) {
     case kind_link: {
       pid from = m->as<sig_link>().from;
       destroy_message(m);
-      auto& links = relations_of(p).links;
-      if (std::find(links.begin(), links.end(), from) == links.end()) links.push_back(from);
+      relations_of(p).add_link(from);
       return nullptr;
     }
     case kind_unlink: {
       pid from = m->as<sig_unlink>().from;
       destroy_message(m);
-      if (p->rel) erase_first(p->rel->links, [&](pid x) { return x == from; });
+      if (p->rel) p->rel->drop_link(from);
       return nullptr;
     }
     case kind_exit: {
@@ -48,7 +47,7 @@ message* act_on(process* p, message* m) {
       exit_reason reason = std::move(s.reason);
       bool via_link = s.via_link;
       destroy_message(m);
-      if (via_link && !(p->rel && erase_first(p->rel->links, [&](pid x) { return x == from; })))
+      if (via_link && !(p->rel && p->rel->drop_link(from)))
         return nullptr;  // unlinked meanwhile
       if (!via_link && reason.kind() == exit_kind::kill) {
         set_fatal(p, exit_reason::killed());
@@ -64,19 +63,19 @@ message* act_on(process* p, message* m) {
     }
     case kind_monitor: {
       auto& s = m->as<sig_monitor>();
-      relations_of(p).watchers.emplace_back(s.ref, s.from);
+      relations_of(p).add(ref_role::watcher, s.ref, s.from);
       destroy_message(m);
       return nullptr;
     }
     case kind_demonitor: {
       uint64_t ref = m->as<sig_demonitor>().ref;
       destroy_message(m);
-      if (p->rel) erase_first(p->rel->watchers, [&](auto& w) { return w.first == ref; });
+      if (p->rel) p->rel->drop(ref_role::watcher, ref);
       return nullptr;
     }
     case kind_down: {
       uint64_t ref = m->as<down>().ref.id;
-      if (p->rel && erase_first(p->rel->monitoring, [&](auto& x) { return x.first == ref; })) {
+      if (p->rel && p->rel->drop(ref_role::monitoring, ref)) {
         m->kind = kind_user;
         m->reserved = tagged_by_ref;  // demonitor / a finished call may still drop it
         return m;
@@ -86,7 +85,7 @@ message* act_on(process* p, message* m) {
     }
     case kind_alias: {
       uint64_t ref = *static_cast<const uint64_t*>(m->payload());
-      if (p->rel && std::find(p->rel->aliases.begin(), p->rel->aliases.end(), ref) != p->rel->aliases.end()) {
+      if (p->rel && p->rel->has(ref_role::alias, ref)) {
         m->kind = kind_user;
         m->reserved = tagged_by_ref;
         return m;
@@ -101,7 +100,7 @@ message* act_on(process* p, message* m) {
     }
     case kind_call: {
       const auto& f = *static_cast<const from*>(m->payload());
-      relations_of(p).watchers.emplace_back(f.ref, f.caller);
+      relations_of(p).add(ref_role::watcher, f.ref, f.caller);
       m->kind = kind_user;
       return m;
     }
@@ -212,13 +211,21 @@ void announce_death(process* p, const exit_reason& reason) {
   }
   p->mbox.clear_saved();
   if (relations* r = p->rel) {
-    for (pid l : r->links) send_signal(l, kind_exit, sig_exit{p->id, reason, true});
-    for (auto& [ref, who] : r->watchers) send_signal(who, kind_down, down{monitor_ref{ref}, p->id, reason});
-    // A dead watcher's monitors must not stay on their targets forever.
-    for (auto& [ref, target] : r->monitoring) send_signal(target, kind_demonitor, sig_demonitor{p->id, ref});
+    r->links.for_each([&](const link_entry& l) {
+      pid to{uint32_t(l.key), uint32_t(l.key >> 32)};
+      send_signal(to, kind_exit, sig_exit{p->id, reason, true});
+    });
+    r->refs.for_each([&](const ref_entry& e) {
+      uint64_t ref = relations::ref_of(e);
+      switch (relations::role_of(e)) {
+        case ref_role::watcher: send_signal(e.other, kind_down, down{monitor_ref{ref}, p->id, reason}); break;
+        // A dead watcher's monitors must not stay on their targets forever.
+        case ref_role::monitoring: send_signal(e.other, kind_demonitor, sig_demonitor{p->id, ref}); break;
+        case ref_role::alias: break;
+      }
+    });
     r->links.clear();
-    r->watchers.clear();
-    r->monitoring.clear();
+    r->refs.clear();
   }
 }
 

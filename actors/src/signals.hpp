@@ -28,25 +28,13 @@
 #include <herd/actors/pid.hpp>
 
 #include "process.hpp"
+#include "relation_table.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
-#include <vector>
 
 namespace herd::detail {
-
-// Removes the first element matching pred, by moving the last one into its
-// place (relation lists are unordered). False if none matched.
-template <class V, class Pred>
-bool erase_first(V& v, Pred pred) {
-  auto it = std::find_if(v.begin(), v.end(), pred);
-  if (it == v.end()) return false;
-  *it = std::move(v.back());
-  v.pop_back();
-  return true;
-}
 
 enum : uint32_t {
   kind_user = 0,
@@ -97,12 +85,43 @@ inline constexpr uint32_t tagged_by_ref = 1;
 // receive mark; nullptr: from the first), or all when from_start.
 std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t ref);
 
-// A process's links and monitors; allocated on first use, owner only.
+// A process's links and monitors; allocated on first use (a process with none
+// costs a null pointer), owner only. Each kind is keyed so that every signal
+// finds its entry in O(1) (relation_table.hpp): links by pid, the rest by ref.
+enum class ref_role : uint64_t {
+  watcher = 1,     // other monitors this process (a pending call to us counts)
+  monitoring = 2,  // this process monitors other (a call of ours in flight counts)
+  alias = 3,       // a call of ours waits for its reply (other: unused)
+};
+struct link_entry {
+  uint64_t key;  // pid::value(); never ~0 (an invalid pid is never linked)
+};
+struct ref_entry {
+  uint64_t key;  // role << 62 | ref (refs stay below 2^62: new_ref)
+  pid other;
+};
+
 struct relations {
-  std::vector<pid> links;
-  std::vector<std::pair<uint64_t, pid>> watchers;    // who monitors this process
-  std::vector<std::pair<uint64_t, pid>> monitoring;  // whom this process monitors
-  std::vector<uint64_t> aliases;                     // calls waiting for a reply
+  relation_table<link_entry, 2> links;
+  relation_table<ref_entry, 4> refs;
+
+  static uint64_t key(ref_role r, uint64_t ref) noexcept { return (uint64_t(r) << 62) | ref; }
+  static ref_role role_of(const ref_entry& e) noexcept { return ref_role(e.key >> 62); }
+  static uint64_t ref_of(const ref_entry& e) noexcept { return e.key & ((uint64_t{1} << 62) - 1); }
+
+  bool has_link(pid p) noexcept { return links.find(p.value()) != nullptr; }
+  bool add_link(pid p) { return links.insert(link_entry{p.value()}); }
+  bool drop_link(pid p) noexcept { return links.erase(p.value()); }
+  bool has(ref_role r, uint64_t ref) noexcept { return refs.find(key(r, ref)) != nullptr; }
+  const ref_entry* find(ref_role r, uint64_t ref) noexcept { return refs.find(key(r, ref)); }
+  bool add(ref_role r, uint64_t ref, pid other) { return refs.insert(ref_entry{key(r, ref), other}); }
+  // False if absent; else *other (if given) is the entry's pid.
+  bool drop(ref_role r, uint64_t ref, pid* other = nullptr) noexcept {
+    ref_entry e;
+    if (!refs.erase(key(r, ref), &e)) return false;
+    if (other) *other = e.other;
+    return true;
+  }
 };
 
 relations& relations_of(process* p);

@@ -4,6 +4,8 @@
 #include <herd/runtime/clock.hpp>
 
 #include <new>
+#include <string>
+#include <string_view>
 
 namespace herd::detail {
 namespace {
@@ -27,7 +29,36 @@ void drop(void* a) {
   alloc::deallocate(ps);
 }
 
+// By name: resolved when it fires (deliver drops it if the name is free).
+struct pending_named_send {
+  std::string name;
+  message* m;
+};
+
+void fire_named(void* a) {
+  auto* ps = static_cast<pending_named_send*>(a);
+  deliver(std::string_view(ps->name), ps->m);
+  delete ps;
+}
+
+void drop_named(void* a) {
+  auto* ps = static_cast<pending_named_send*>(a);
+  destroy_message(ps->m);
+  delete ps;
+}
+
 }  // namespace
+
+timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name, message* m) {
+  pending_named_send* ps;
+  try {
+    ps = new pending_named_send{std::string(name), m};
+  } catch (...) {
+    destroy_message(m);
+    throw;
+  }
+  return rt::schedule_timer(rt::deadline_after(delay), &fire_named, &drop_named, ps);
+}
 
 timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m) {
   auto* ps = new (alloc::allocate(sizeof(pending_send))) pending_send{to, m};

@@ -79,12 +79,18 @@ std::string restart_static(state& s, std::size_t i) {
     }
     case restart_strategy::rest_for_one: {
       terminate_from(s, i + 1);
-      if (auto failed = start_from(s, i)) {
+      // The last child has nobody after it: the log says so, not "with the
+      // children after it".
+      const char* with = "";
+      auto failed = start_from(s, i);
+      if (i + 1 < s.children.size()) with = " with the children after it";
+      if (failed) {
         retry_later(s, s.children[*failed]);
-        return "restarted with the children after it (rest_for_one); \"" + s.children[*failed].spec->id +
+        return std::string("restarted") + with + " (rest_for_one); \"" + s.children[*failed].spec->id +
                "\" failed to start, will retry";
       }
-      return "restarted as " + s.children[i].id.to_string() + " with the children after it (rest_for_one)";
+      return "restarted as " + s.children[i].id.to_string() + with +
+             (*with ? " (rest_for_one)" : " (rest_for_one; no children after it)");
     }
     case restart_strategy::one_for_all: {
       terminate_from(s, 0);  // drops temporaries: find the child again

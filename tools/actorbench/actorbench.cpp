@@ -20,6 +20,7 @@ int usage(const char* why) {
                "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate]\n"
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
                "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS |\n"
+               "  forkjoin_monitor N | links N | monitors N | deferred_calls N |\n"
                "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup)\n",
                why);
   return 2;
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   }
   size_t want = 0;
   if (c.workload == "skynet" || c.workload == "spawn_idle" || c.workload == "pingpong" ||
-      c.workload == "call" || c.workload == "restart")
+      c.workload == "call" || c.workload == "restart" || c.workload == "forkjoin_monitor" ||
+      c.workload == "links" || c.workload == "monitors" || c.workload == "deferred_calls")
     want = 1;
   else if (c.workload == "pingpong_many" || c.workload == "ring" || c.workload == "fanin") want = 2;
   else if (c.workload == "fanout") want = 3;
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
   size_t max_actors = 1 << 20;
   if (c.workload == "spawn_idle" && c.args[0] + 1024 > max_actors) max_actors = c.args[0] + 1024;
   if (c.workload == "ring" && c.args[0] + 1024 > max_actors) max_actors = c.args[0] + 1024;
+  bool holds_n = c.workload == "links" || c.workload == "monitors" || c.workload == "deferred_calls";
+  if (holds_n && c.args[0] + 1024 > max_actors) max_actors = c.args[0] + 1024;
 
   actorbench::proc_stats base = actorbench::read_proc_stats();
   herd::node n({.workers = c.workers, .max_actors = max_actors});

@@ -38,7 +38,13 @@ WORKLOADS = {
     "fanin": (["fanin", "1000", "1000"], ["fanin", "100", "100"]),
     "call": (["call", "1000000"], ["call", "10000"]),
     "restart": (["restart", "100000"], ["restart", "1000"]),
+    "forkjoin_monitor": (["forkjoin_monitor", "1000000"], ["forkjoin_monitor", "10000"]),
+    "links": (["links", "1000000"], ["links", "10000"]),
+    "monitors": (["monitors", "1000000"], ["monitors", "10000"]),
+    "deferred_calls": (["deferred_calls", "1000000"], ["deferred_calls", "10000"]),
 }
+# Workloads only some peers have (the relations ones: herd and Erlang).
+ONLY_IMPLS = {w: {"herd", "erlang"} for w in ("forkjoin_monitor", "links", "monitors", "deferred_calls")}
 
 LOWER_BETTER = {"ns_per_rt", "bytes_per_actor", "ns_per_call", "p50_us", "p99_us"}
 HIGHER_BETTER = {"msgs_per_s", "hops_per_s"}
@@ -279,6 +285,8 @@ def main():
         for wl in workloads:
             args = WORKLOADS[wl][1 if a.quick else 0]
             for impl in order:
+                if impl not in ONLY_IMPLS.get(wl, IMPLS):
+                    continue
                 cmd = cmds[impl](a.workers) + args + ["--workers", str(a.workers)]
                 env = dict(os.environ, GOMAXPROCS=str(a.workers))
                 for attempt in range(a.retry_noisy + 1):

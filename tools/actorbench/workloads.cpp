@@ -220,7 +220,7 @@ void run_workload(const config& c) {
   else if (c.workload == "pingpong_many") pingpong_many(c);
   else if (c.workload == "ring") ring(c);
   else if (c.workload == "fanin") fanin(c);
-  else run_failure_workload(c);
+  else if (!run_failure_workload(c)) run_relations_workload(c);
 }
 
 }  // namespace actorbench

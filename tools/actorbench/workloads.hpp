@@ -20,6 +20,8 @@ void run_workload(const config& c);
 bool run_failure_workload(const config& c);
 // workload_fanout.cpp: runs its own nodes (1 worker, then c.workers); the exit status.
 int run_fanout(const config& c);
+// workloads_relations.cpp: forkjoin_monitor, links, monitors, deferred_calls.
+bool run_relations_workload(const config& c);
 // Printed on every RESULT line.
 std::string common_keys(const config& c);
 

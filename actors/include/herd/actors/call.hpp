@@ -27,6 +27,7 @@
 #include <herd/actors/message.hpp>
 #include <herd/actors/pid.hpp>
 #include <herd/actors/receive.hpp>
+#include <herd/actors/registry.hpp>
 #include <herd/actors/send.hpp>
 
 #include <chrono>
@@ -34,6 +35,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -68,10 +70,11 @@ struct reply_envelope {
 
 class call_error : public std::runtime_error {
  public:
-  enum kind_t { timeout, noproc, exited };
+  enum kind_t { timeout, noproc, exited, calling_self };
   call_error(kind_t k, exit_reason r, const std::string& what) : std::runtime_error(what), kind_(k), reason_(std::move(r)) {}
   kind_t kind() const noexcept { return kind_; }
-  // exited: the server's exit reason; noproc: noproc; timeout: normal.
+  // exited: the server's exit reason; noproc: noproc; timeout: normal;
+  // calling_self: error{"calling_self", ...} (OTP exits with calling_self).
   const exit_reason& reason() const noexcept { return reason_; }
 
  private:
@@ -88,15 +91,18 @@ struct call_state {
 call_state begin_call(pid server, message* request);
 // replied_by_server: the server dropped its monitor when it replied.
 void end_call(const call_state& st, bool got_down, bool replied_by_server);
+// name: the registered name the call was made to, if any (for the message).
 [[noreturn]] void throw_call_error(call_error::kind_t k, const call_state& st, exit_reason r,
-                                   std::chrono::milliseconds timeout);
+                                   std::chrono::milliseconds timeout, std::string_view name = {});
 bool reply_impl(const from& f, message* m);
 // True while an exit unwinds the calling process's stack.
 bool unwinding_for_exit() noexcept;
 [[noreturn]] void terminate_call_while_exiting(const call_state& st);
 }  // namespace detail
 
-// From a process. Throws call_error on timeout, noproc or the server's exit.
+// From a process. Throws call_error on timeout, noproc or the server's exit,
+// and at once with calling_self when `server` is the caller itself (it could
+// only wait out its timeout).
 template <class R, class Req>
 R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
   static_assert(!std::is_void_v<R>, "herd::call: reply with a value (an empty struct will do)");
@@ -129,6 +135,17 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
   detail::throw_call_error(call_error::timeout, st, exit_reason::normal(), timeout);
 }
 
+// By registered name, as OTP's call(Name, Request): the name is looked up
+// once, at the call; nothing registered under it fails at once with noproc.
+// (OTP's {Name, Node} form waits for distribution: herd nodes have no names.)
+template <class R, class Req>
+R call(std::string_view name, Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  std::optional<pid> to = whereis(name);
+  if (!to) detail::throw_call_error(call_error::noproc, detail::call_state{0, no_pid, false}, exit_reason::noproc(),
+                                    timeout, name);
+  return call<R>(*to, std::forward<Req>(req), timeout);
+}
+
 // Any process or thread. False if the caller is gone (the reply is dropped).
 template <class R>
 bool reply(const from& f, R&& value) {
@@ -140,6 +157,12 @@ bool reply(const from& f, R&& value) {
 template <class Msg>
 void cast(pid server, Msg&& msg) {
   send(server, cast_request<std::decay_t<Msg>>{std::forward<Msg>(msg)});
+}
+// By registered name. False (noproc: the message is dropped) when nothing is
+// registered under it; OTP's cast ignores that, herd lets you decide.
+template <class Msg>
+bool cast(std::string_view name, Msg&& msg) {
+  return send(name, cast_request<std::decay_t<Msg>>{std::forward<Msg>(msg)});
 }
 
 }  // namespace herd

@@ -21,6 +21,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 namespace herd {
@@ -54,6 +55,10 @@ bool trap_exit(bool on);
 bool trapping_exits() noexcept;
 
 monitor_ref monitor(pid p);
+// By registered name, as OTP's monitor(process, Name): monitors the process
+// registered under it now (the name is not followed to a later holder); when
+// none is, down{ref, no_pid, noproc} arrives at once.
+monitor_ref monitor(std::string_view name);
 // True if the monitor was active. Any `down` for it is dropped from now on.
 bool demonitor(monitor_ref r);
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -18,12 +19,21 @@ using timer_ref = rt::timer_ref;
 
 namespace detail {
 timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m);
+timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name, message* m);
 }
 
 // Any thread with a running node.
 template <class T>
 timer_ref send_after(std::chrono::milliseconds delay, pid to, T&& value) {
   return detail::send_after_impl(delay, to, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+}
+
+// By registered name, as OTP's erlang:send_after(Time, Name, Msg): the name
+// is looked up when the timer fires, and the message is dropped if nothing is
+// registered under it then (OTP gives no error either).
+template <class T>
+timer_ref send_after(std::chrono::milliseconds delay, std::string_view name, T&& value) {
+  return detail::send_after_impl(delay, name, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
 }
 
 // Any thread. True if the timer had not fired yet and now never will.

@@ -10,10 +10,12 @@
 -export([main/0]).
 %% spawned via MFA so no closure is captured per process
 -export([skynet/3, idle/2, idle_wake/1, pong/0, ping/3, ring_node/1,
-         ring_first/0, fanin_recv/2, fanin_send/2]).
+         ring_first/0, fanin_recv/2, fanin_send/2, fj_child/0, rel_idle/0,
+         deferred_caller/3]).
 %% gen_server and supervisor callbacks, and the restart workload's child
 -export([init/1, handle_call/3, handle_cast/2, restart_child_start/1,
          restart_child/1]).
+%% the relations workloads (see workloads_relations.cpp)
 
 main() ->
     try run(parse(init:get_plain_arguments())) of
@@ -24,7 +26,8 @@ main() ->
                       "usage: skynet N | spawn_idle N [--hibernate] | "
                       "pingpong RTS | pingpong_many PAIRS RTS | "
                       "ring N LAPS | fanin SENDERS MSGS | call CALLS | "
-                      "restart RESTARTS  [--workers N]~n",
+                      "restart RESTARTS | forkjoin_monitor N | links N | "
+                      "monitors N | deferred_calls N  [--workers N]~n",
                       [Msg]),
             halt(2)
     end.
@@ -61,6 +64,10 @@ run({["ring", N, L], _}) -> ring(pos_int(N), pos_int(L));
 run({["fanin", S, M], _}) -> fanin(pos_int(S), pos_int(M));
 run({["call", N], _}) -> call(pos_int(N));
 run({["restart", N], _}) -> restart(pos_int(N));
+run({["forkjoin_monitor", N], _}) -> forkjoin_monitor(pos_int(N));
+run({["links", N], _}) -> links(pos_int(N));
+run({["monitors", N], _}) -> monitors(pos_int(N));
+run({["deferred_calls", N], _}) -> deferred_calls(pos_int(N));
 run({Pos, _}) -> throw({usage, "bad workload/arguments: " ++ lists:join(" ", Pos)}).
 
 result(Workload, KVs) ->
@@ -237,12 +244,19 @@ call_loop(_, N, N, Acc) -> Acc;
 call_loop(S, I, N, Acc) -> call_loop(S, I + 1, N, Acc + gen_server:call(S, I)).
 
 init(echo) -> {ok, nostate};
+init({deferred, N, Coord}) -> {ok, {deferred, N, Coord, []}};  % Left, Coord, Froms
 init({restart_sup, Coord}) ->
     %% one_for_one, intensity 100,010 restarts within 1 s: never reached here
     {ok, {#{strategy => one_for_one, intensity => 100010, period => 1},
           [#{id => child, start => {?MODULE, restart_child_start, [Coord]},
              restart => permanent, shutdown => brutal_kill, type => worker}]}}.
 
+handle_call({dreq, _}, From, {deferred, 1, Coord, Waiting}) ->
+    Coord ! collected,
+    [gen_server:reply(W, ok) || W <- [From | Waiting]],
+    {noreply, {deferred, 0, Coord, []}};
+handle_call({dreq, _}, From, {deferred, Left, Coord, Waiting}) ->
+    {noreply, {deferred, Left - 1, Coord, [From | Waiting]}};
 handle_call(Req, _From, St) -> {reply, Req, St}.
 handle_cast(_Msg, St) -> {noreply, St}.
 
@@ -283,3 +297,99 @@ restart_child_start(Coord) -> {ok, spawn_link(?MODULE, restart_child, [Coord])}.
 restart_child(Coord) ->
     Coord ! {started, self()},
     receive crash -> exit(crash) end.
+
+%% ---- forkjoin_monitor / links / monitors / deferred_calls -------------------
+%% The same shapes as herd's workloads_relations.cpp.
+
+forkjoin_monitor(N) ->
+    T0 = now_ns(),
+    fj_spawn(N),
+    N = fj_collect(N, 0),
+    T1 = now_ns(),
+    result(forkjoin_monitor, [{n, N}, {wall_ms, ms(T0, T1)}]).
+
+fj_spawn(0) -> ok;
+fj_spawn(K) -> spawn_monitor(?MODULE, fj_child, []), fj_spawn(K - 1).
+
+fj_child() -> ok.
+
+fj_collect(0, Normal) -> Normal;
+fj_collect(K, Normal) ->
+    receive {'DOWN', _, process, _, R} -> fj_collect(K - 1, Normal + is_normal(R)) end.
+
+is_normal(normal) -> 1;
+is_normal(_) -> 0.
+
+rel_idle() -> receive stop -> ok end.
+
+links(N) ->
+    process_flag(trap_exit, true),
+    T0 = now_ns(),
+    Kids = list_to_tuple([spawn_link(?MODULE, rel_idle, []) || _ <- lists:seq(1, N)]),
+    T1 = now_ns(),
+    relink(Kids, 2, N),
+    T2 = now_ns(),
+    [element(I, Kids) ! stop || I <- lists:seq(1, N)],
+    N = collect_exits(N, 0),
+    T3 = now_ns(),
+    process_flag(trap_exit, false),
+    result(links, [{n, N}, {link_ms, ms(T0, T1)}, {relink_ms, ms(T1, T2)},
+                   {exits_ms, ms(T2, T3)}, {wall_ms, ms(T0, T3)}]).
+
+%% every second one (herd's odd 0-based indexes = even 1-based ones)
+relink(_, I, N) when I > N -> ok;
+relink(Kids, I, N) ->
+    P = element(I, Kids),
+    unlink(P),
+    link(P),
+    relink(Kids, I + 2, N).
+
+collect_exits(0, Normal) -> Normal;
+collect_exits(K, Normal) ->
+    receive {'EXIT', _, R} -> collect_exits(K - 1, Normal + is_normal(R)) end.
+
+monitors(N) ->
+    Ts = now_ns(),
+    Kids = [spawn(?MODULE, rel_idle, []) || _ <- lists:seq(1, N)],
+    T0 = now_ns(),
+    Refs0 = [monitor(process, P) || P <- Kids],
+    T1 = now_ns(),
+    _Refs = remonitor(Kids, Refs0, 0, []),
+    T2 = now_ns(),
+    unrelated(10000),
+    T3 = now_ns(),
+    [P ! stop || P <- Kids],
+    N = fj_collect(N, 0),
+    T4 = now_ns(),
+    result(monitors, [{n, N}, {spawn_ms, ms(Ts, T0)}, {monitor_ms, ms(T0, T1)},
+                      {remonitor_ms, ms(T1, T2)}, {unrelated_10k_ms, ms(T2, T3)},
+                      {downs_ms, ms(T3, T4)}, {wall_ms, ms(T0, T4)}]).
+
+%% every second one (odd 0-based indexes, as herd's)
+remonitor([], [], _, Acc) -> lists:reverse(Acc);
+remonitor([P | Ps], [R | Rs], I, Acc) when I rem 2 =:= 1 ->
+    demonitor(R),
+    remonitor(Ps, Rs, I + 1, [monitor(process, P) | Acc]);
+remonitor([_ | Ps], [R | Rs], I, Acc) -> remonitor(Ps, Rs, I + 1, [R | Acc]).
+
+unrelated(0) -> ok;
+unrelated(K) ->
+    {_, Ref} = spawn_monitor(?MODULE, fj_child, []),
+    receive {'DOWN', Ref, process, _, _} -> unrelated(K - 1) end.
+
+%% The server keeps every From until it has N, then answers all (gen_server's
+%% noreply + gen_server:reply).
+deferred_calls(N) ->
+    {ok, S} = gen_server:start(?MODULE, {deferred, N, self()}, []),
+    T0 = now_ns(),
+    [spawn(?MODULE, deferred_caller, [S, self(), I]) || I <- lists:seq(1, N)],
+    receive collected -> ok end,
+    T1 = now_ns(),
+    await(done, N),
+    T2 = now_ns(),
+    ok = gen_server:stop(S),
+    result(deferred_calls, [{n, N}, {replies_ms, ms(T1, T2)}, {wall_ms, ms(T0, T2)}]).
+
+deferred_caller(S, Coord, I) ->
+    ok = gen_server:call(S, {dreq, I}, infinity),
+    Coord ! done.
