@@ -102,9 +102,12 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     bool drained = false;
     int fatal = 0;
     while (got.fds.size() < k) {
-      int fd = accept4(l.lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_in6 peer{};
+      socklen_t plen = sizeof peer;
+      int fd = accept4(l.lfd, reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         got.fds.push_back(fd);
+        got.peers.push_back(peer);
         continue;
       }
       int e = errno;
