@@ -104,9 +104,12 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     // Suspended (or draining) meanwhile: stop taking connections now; those
     // already taken go to conns_sup, which tells them of a drain.
     while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
-      int fd = accept4(l.lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_in6 peer{};
+      socklen_t plen = sizeof peer;
+      int fd = accept4(l.lfd, reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         got.fds.push_back(fd);
+        got.peers.push_back(peer);
         continue;
       }
       int e = errno;

@@ -28,8 +28,10 @@
 // counts a refusal; otherwise it adopts the socket (registers it, owner =
 // itself) and runs the handler.
 #include "conns_sup.hpp"
+#include "address.hpp"
 #include "listener_state.hpp"
 
+#include <herd/actors/call.hpp>
 #include <herd/actors/links.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
@@ -38,7 +40,14 @@
 #include <herd/actors/spawn.hpp>
 #include <herd/runtime/clock.hpp>
 
-#include <unordered_set>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <unordered_map>
 
 namespace herd::net::detail {
 namespace {
@@ -60,8 +69,53 @@ void connection_main(std::shared_ptr<listener_state> l, int fd, uint64_t accepte
   h(std::move(*s));
 }
 
-void stop_all(listener_state& l, std::unordered_set<pid>& children) {
-  for (pid c : children) herd::exit(c, exit_reason::shutdown());
+// What conns_sup remembers of each child: the fd it handed over (the
+// connection owns it) and the peer accept4 gave.
+struct child_entry {
+  int fd;
+  sockaddr_in6 peer;
+};
+using children_map = std::unordered_map<pid, child_entry>;
+
+bool same_peer(const sockaddr_any& now, const sockaddr_in6& then) {
+  return now.len > 0 && std::memcmp(&now.ss, &then, std::min<std::size_t>(now.len, sizeof then)) == 0;
+}
+
+const char* tcp_state_name(uint8_t s) {
+  static const char* const names[] = {"unknown",  "established", "syn_sent", "syn_recv", "fin_wait1", "fin_wait2",
+                                      "time_wait", "closed",     "close_wait", "last_ack", "listen",   "closing"};
+  return s < std::size(names) ? names[s] : "unknown";
+}
+
+// One row. The fd belongs to the connection, which may have closed it (and
+// the number been reused) by now: the kernel's answers count only if the fd
+// still has the peer accept4 gave — otherwise the row says "closed".
+connection_row describe(pid c, const child_entry& e) {
+  connection_row r;
+  r.pid = c;
+  sockaddr_any then;
+  std::memcpy(&then.ss, &e.peer, sizeof e.peer);
+  then.len = e.peer.sin6_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  r.peer = format_address(then);
+  sockaddr_any now;
+  now.len = sizeof now.ss;
+  tcp_info ti{};
+  socklen_t tl = sizeof ti;
+  int out = 0, in = 0;
+  if (::getpeername(e.fd, reinterpret_cast<sockaddr*>(&now.ss), &now.len) != 0 || !same_peer(now, e.peer) ||
+      ::getsockopt(e.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0 || ::ioctl(e.fd, SIOCOUTQ, &out) != 0 ||
+      ::ioctl(e.fd, SIOCINQ, &in) != 0) {
+    r.tcp_state = "closed";
+    return r;
+  }
+  r.tcp_state = tcp_state_name(ti.tcpi_state);
+  r.send_queue = static_cast<uint32_t>(out);
+  r.recv_queue = static_cast<uint32_t>(in);
+  return r;
+}
+
+void stop_all(listener_state& l, children_map& children) {
+  for (auto& [c, e] : children) herd::exit(c, exit_reason::shutdown());
   auto wait_for_exits = [&](std::chrono::milliseconds limit) {
     uint64_t deadline = rt::deadline_after(limit);
     while (!children.empty()) {
@@ -75,7 +129,7 @@ void stop_all(listener_state& l, std::unordered_set<pid>& children) {
     }
   };
   wait_for_exits(l.opts.connection_shutdown);
-  for (pid c : children) herd::exit(c, exit_reason::kill());
+  for (auto& [c, e] : children) herd::exit(c, exit_reason::kill());
   wait_for_exits(std::chrono::milliseconds(10000));
 }
 
@@ -88,7 +142,7 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
   l.conns.store(0, std::memory_order_seq_cst);
   // release: acceptors read it (acquire) before sending batches here.
   l.conns_sup.store(herd::self().value(), std::memory_order_release);
-  std::unordered_set<pid> children;
+  children_map children;
   spawn_options so;
   so.stack_size = l.opts.connection_stack_size;
   so.kind = process_kind::connection;
@@ -99,11 +153,11 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
     exit_reason stop_reason;
     herd::receive(
         [&](accepted_batch& b) {
-          for (int& fd : b.fds) {
-            int mine = std::exchange(fd, -1);
+          for (std::size_t i = 0; i < b.fds.size(); ++i) {
+            int mine = std::exchange(b.fds[i], -1);
             try {
               pid c = herd::spawn_link(so, &connection_main, lp, mine, b.accepted_ms);
-              children.insert(c);
+              children.emplace(c, child_entry{mine, i < b.peers.size() ? b.peers[i] : sockaddr_in6{}});
               if (draining) herd::send(c, listener_draining{l.name});
             } catch (const std::exception& e) {
               ::close(mine);
@@ -127,7 +181,17 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
         },
         [&](const drain_request&) {
           draining = true;
-          for (pid c : children) herd::send(c, listener_draining{l.name});
+          for (auto& [c, e] : children) herd::send(c, listener_draining{l.name});
+        },
+        [&](call_request<list_request>&& c) {
+          connections_listing out;
+          out.total = children.size();
+          out.rows.reserve(std::min(c.req.max, children.size()));
+          for (auto& [p, e] : children) {
+            if (out.rows.size() >= c.req.max) break;
+            out.rows.push_back(describe(p, e));
+          }
+          herd::reply(c.from, std::move(out));
         },
         [](const any_message&) {});
     if (stop) {
@@ -138,3 +202,17 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
 }
 
 }  // namespace herd::net::detail
+
+namespace herd::net {
+
+std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size_t max,
+                                                  std::chrono::milliseconds timeout) {
+  if (!conns_sup.valid()) return std::nullopt;
+  try {
+    return herd::call<connections_listing>(conns_sup, detail::list_request{max}, timeout);
+  } catch (const herd::call_error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace herd::net

@@ -114,6 +114,8 @@ listener_info listener_state::snapshot() const {
   i.acceptors = opts.acceptors;
   uint64_t s = sup.load(std::memory_order_relaxed);
   if (s) i.supervisor = pid{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32)};
+  uint64_t cs = conns_sup.load(std::memory_order_relaxed);
+  if (cs) i.conns_sup = pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)};
   return i;
 }
 

@@ -115,9 +115,16 @@ def tree_listeners_modules(cli):
                            "|   `-- acceptor_2 <4.0>  worker, permanent\n"
                            "`-- conns <5.0>  supervisor simple_one_for_one, permanent\n"
                            "    |-- <8.1>  worker, temporary\n"
-                           "    `-- ... 1500 more\n", "the tree", r.stdout)
+                           "    `-- ... 1500 more\n"
+                           "web <20.0>  supervisor rest_for_one, at most 10 restarts in 10.0 s\n"
+                           "`-- conns_sup <21.0>  worker, permanent, 3 connections\n"
+                           "    |-- <30.0>  connection 127.0.0.1:40001 established, send queue 0 B, receive queue 5 B\n"
+                           "    |-- <30.1>  connection 127.0.0.1:40002 close_wait, send queue 2.0 KiB, receive queue 0 B\n"
+                           "    `-- ... 1 more connections\n", "the tree", r.stdout)
         j = one_json_line(run_cli(cli, "--socket", node.socket, "tree", "--json"), "tree --json")
         expect(j["roots"][0]["children"][1]["more"] == 1500, "tree --json", j)
+        cs = j["roots"][1]["children"][0]
+        expect(cs["connections_total"] == 3 and cs["truncated"] and len(cs["connections"]) == 2, "tree --json", cs)
 
         r = run_cli(cli, "--socket", node.socket, "listeners")
         expect_ok(r, "listeners")

@@ -169,7 +169,17 @@ class Node:
                                {"id": "conns", "pid": "<5.0>", "kind": "supervisor", "restart": "permanent",
                                 "strategy": "simple_one_for_one", "children": [
                                     {"id": None, "pid": "<8.1>", "kind": "worker", "restart": "temporary"}],
-                                "more": 1500}]}]}
+                                "more": 1500}]},
+                          {"pid": "<20.0>", "name": "web", "kind": "supervisor",
+                           "strategy": "rest_for_one", "intensity": 10, "period_ms": 10000,
+                           "children": [
+                               {"id": "conns_sup", "pid": "<21.0>", "kind": "worker", "restart": "permanent",
+                                "connections": [
+                                    {"pid": "<30.0>", "peer": "127.0.0.1:40001", "tcp_state": "established",
+                                     "send_queue": 0, "recv_queue": 5},
+                                    {"pid": "<30.1>", "peer": "127.0.0.1:40002", "tcp_state": "close_wait",
+                                     "send_queue": 2048, "recv_queue": 0}],
+                                "connections_total": 3, "truncated": True}]}]}
 
     def listeners_(self, req):
         with self.lock:

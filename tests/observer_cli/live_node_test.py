@@ -91,6 +91,18 @@ def figures_of_a_live_echo_server(cli, echo):
             expect(len(row) == 1 and re.split(r"\s{2,}", row[0])[2] == "5", "the table's CONNS column is 5",
                    r.stdout)
 
+            # tree: one line per connection under conns_sup, with the client's own address as its peer.
+            mine = {"127.0.0.1:%d" % c.getsockname()[1] for c in conns}
+
+            def tree_peers():
+                r = run_cli(cli, "--socket", node.socket, "tree")
+                expect_ok(r, "tree")
+                return set(re.findall(r"connection (127\.0\.0\.1:\d+) established", r.stdout)), r.stdout
+            expect(wait_for(lambda: tree_peers()[0] == mine, 5), "tree lists the 5 connections by peer",
+                   mine, tree_peers()[1])
+            expect("conns_sup " in tree_peers()[1] and ", 5 connections" in tree_peers()[1],
+                   "conns_sup's line counts them", tree_peers()[1])
+
             ov = one_json_line(run_cli(cli, "--socket", node.socket, "overview", "--json"), "overview --json")
             expect(ov["node"]["os_pid"] == node.p.pid, "os_pid is the server's", ov["node"], node.p.pid)
             expect(ov["node"]["workers"] == 2 and len(ov["workers"]) == 2, "the 2 workers asked for", ov)

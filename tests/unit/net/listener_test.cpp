@@ -2,9 +2,14 @@
 // stopping, and an echo at a few thousand connections checking every byte.
 #include "net_fixture.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 
 #include <atomic>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -162,4 +167,53 @@ TEST_CASE("an echo at a few thousand connections returns every byte", "[net][lis
   });
   CHECK(good == n);
   CHECK(bad == 0);
+}
+
+TEST_CASE("connections_of lists up to max of a listener's connections with their peers and counts them all", "[net][listener]") {
+  std::size_t total = 0, rows = 0, known_peers = 0, established = 0, in_queue = 0;
+  bool busy_answer = true;
+  herd::test::run_node(node_opts(2), [&] {
+    // The handler says hi and never reads: what a client sends stays queued.
+    auto l = herd::net::start_listener("listed", {.bind = "127.0.0.1"}, [](tcp_socket s) {
+      if (s.send("hi")) herd::receive([](const tcp_closed&) {});
+    });
+    REQUIRE(l);
+    std::vector<raw_client> cs;
+    std::set<std::string> mine;
+    for (int i = 0; i < 4; ++i) {
+      cs.emplace_back(l->port);
+      REQUIRE(cs.back().recv_n(2, 5000) == "hi");
+      sockaddr_in me{};
+      socklen_t len = sizeof me;
+      ::getsockname(cs.back().fd, reinterpret_cast<sockaddr*>(&me), &len);
+      mine.insert("127.0.0.1:" + std::to_string(ntohs(me.sin_port)));
+    }
+    for (auto& c : cs) REQUIRE(c.send_all("abc"));
+    herd::pid cs_pid = herd::net::info("listed")->conns_sup;
+    busy_answer = !herd::net::connections_of(herd::pid{}, 2, std::chrono::milliseconds(100)).has_value();
+    std::optional<herd::net::connections_listing> got;
+    // (the 3 bytes reach each socket's receive queue on the kernel's time)
+    herd::test::eventually([&] {
+      got = herd::net::connections_of(cs_pid, 2, std::chrono::seconds(5));
+      if (!got) return false;
+      for (auto& r : got->rows)
+        if (r.recv_queue != 3) return false;
+      return true;
+    }, std::chrono::seconds(5));
+    REQUIRE(got);
+    total = got->total;
+    rows = got->rows.size();
+    for (auto& r : got->rows) {
+      known_peers += mine.count(r.peer);
+      established += r.tcp_state == "established";
+      in_queue += r.recv_queue == 3;
+    }
+    REQUIRE(herd::net::stop_listener("listed"));
+  });
+  CHECK(busy_answer);  // an invalid pid is no answer
+  CHECK(total == 4);
+  CHECK(rows == 2);
+  CHECK(known_peers == 2);
+  CHECK(established == 2);
+  CHECK(in_queue == 2);
 }

@@ -106,13 +106,28 @@ void render_tree_node(const json& n, const std::string& prefix, bool last, bool 
     detail.append(", at most ").append(integer(n, "intensity")).append(" restarts in ").append(
         human_duration_ms(num(n, "period_ms")));
   if (n.contains("restart")) detail.append(", ").append(str(n, "restart"));
+  if (n.contains("connections_total")) detail.append(", ").append(integer(n, "connections_total")).append(" connections");
+  if (n.contains("busy") && n["busy"] == true) detail.append(", busy");
   out += prefix + (root ? "" : last ? "`-- " : "|-- ") + label + "  " + detail + "\n";
   std::string child_prefix = prefix + (root ? "" : last ? "    " : "|   ");
   const json empty = json::array();
   const json& children = n.contains("children") ? n["children"] : empty;
+  // A conns_sup's connections (listed after its children: it has none).
+  const json& conns = n.contains("connections") && n["connections"].is_array() ? n["connections"] : empty;
+  long long unlisted = 0;
+  if (n.contains("connections_total") && n["connections_total"].is_number_integer())
+    unlisted = n["connections_total"].get<long long>() - static_cast<long long>(conns.size());
   bool more = n.contains("more") && n["more"].get<long long>() > 0;
   for (std::size_t i = 0; i < children.size(); ++i)
-    render_tree_node(children[i], child_prefix, i + 1 == children.size() && !more, false, out);
+    render_tree_node(children[i], child_prefix, i + 1 == children.size() && conns.empty() && !more, false, out);
+  for (std::size_t i = 0; i < conns.size(); ++i) {
+    const json& c = conns[i];
+    bool end = i + 1 == conns.size() && unlisted <= 0;
+    out += child_prefix + (end ? "`-- " : "|-- ") + str(c, "pid") + "  connection " + str(c, "peer") + " " +
+           str(c, "tcp_state") + ", send queue " + human_bytes(num(c, "send_queue")) + ", receive queue " +
+           human_bytes(num(c, "recv_queue")) + "\n";
+  }
+  if (unlisted > 0) out += child_prefix + "`-- ... " + std::to_string(unlisted) + " more connections\n";
   if (more) out += child_prefix + "`-- ... " + integer(n, "more") + " more\n";
 }
 

@@ -5,10 +5,15 @@
 // their sum. A supervisor that has not answered by then is shown with
 // "busy": true and no children; a supervisor is nested inside the child
 // entry of its parent that has its pid, and one not placed so is a root.
+// A listener's conns_sup is not a herd supervisor: its helper asks it with
+// net::connections_of, and its child entry gets "connections" (up to the
+// cap, each with pid, peer and the kernel's view of the socket),
+// "connections_total" and "truncated" — or "busy" if it did not answer.
 #include "views.hpp"
 
 #include <herd/actors/registry.hpp>
 #include <herd/actors/spawn.hpp>
+#include <herd/net/listener.hpp>
 #include <herd/supervisors/introspect.hpp>
 
 #include <chrono>
@@ -31,12 +36,28 @@ struct collector {
   std::condition_variable cv;
   std::size_t pending = 0;
   std::map<pid, sup::tree_children> answers;
+  std::map<pid, net::connections_listing> conns;
 };
+
+json connections_json(const net::connections_listing& c) {
+  json rows = json::array();
+  for (const net::connection_row& r : c.rows)
+    rows.push_back({{"pid", r.pid.to_string()},
+                    {"peer", r.peer},
+                    {"tcp_state", r.tcp_state},
+                    {"send_queue", r.send_queue},
+                    {"recv_queue", r.recv_queue}});
+  return {{"connections", std::move(rows)},
+          {"connections_total", c.total},
+          {"truncated", c.rows.size() < c.total}};
+}
 
 struct builder {
   std::map<pid, sup::registered_supervisor> sups;
   std::map<pid, sup::tree_children> answers;
   std::set<pid> placed;
+  std::set<pid> conns_sups;  // every listener's
+  std::map<pid, net::connections_listing> conns;
 
   json supervisor_node(const sup::registered_supervisor& s, std::size_t depth) {
     json j;
@@ -69,6 +90,15 @@ struct builder {
     // <listener>_acceptor_<n>); a supervisor's comes with its own fields below.
     if (c.child.valid())
       if (auto name = registered_name(c.child)) j["name"] = *name;
+    if (c.child.valid() && conns_sups.count(c.child)) {
+      auto it = conns.find(c.child);
+      if (it == conns.end()) {
+        j["busy"] = true;
+      } else {
+        json listed = connections_json(it->second);
+        for (auto& [k, v] : listed.items()) j[k] = v;
+      }
+    }
     auto s = c.child.valid() ? sups.find(c.child) : sups.end();
     if (s != sups.end() && depth < 64 && placed.insert(c.child).second) {
       json inner = supervisor_node(s->second, depth + 1);
@@ -83,8 +113,25 @@ struct builder {
 
 json tree_view() {
   std::vector<sup::registered_supervisor> live = sup::live_supervisors();
+  std::vector<pid> conns_sups;
+  for (const net::listener_info& l : net::listeners())
+    if (l.conns_sup.valid()) conns_sups.push_back(l.conns_sup);
   auto col = std::make_shared<collector>();
-  col->pending = live.size();
+  col->pending = live.size() + conns_sups.size();
+  for (pid cs : conns_sups) {
+    try {
+      herd::spawn([col, cs] {
+        auto ch = net::connections_of(cs, dynamic_cap, busy_wait);
+        std::lock_guard<std::mutex> g(col->m);
+        if (ch) col->conns.emplace(cs, std::move(*ch));
+        --col->pending;
+        col->cv.notify_all();
+      });
+    } catch (const std::exception&) {  // shows as busy
+      std::lock_guard<std::mutex> g(col->m);
+      --col->pending;
+    }
+  }
   for (auto& s : live) {
     try {
       herd::spawn([col, who = s.self] {
@@ -104,7 +151,9 @@ json tree_view() {
     std::unique_lock<std::mutex> g(col->m);
     col->cv.wait_for(g, collect_wait, [&] { return col->pending == 0; });
     b.answers = col->answers;  // a late helper still writes into col, which it shares
+    b.conns = col->conns;
   }
+  b.conns_sups.insert(conns_sups.begin(), conns_sups.end());
   for (auto& s : live) b.sups.emplace(s.self, s);
   // Roots: supervisors whose parent is not a live supervisor, first; then
   // any left unplaced (their parent did not answer, or listed past the cap).

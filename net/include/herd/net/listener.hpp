@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,7 +82,29 @@ struct listener_info {
   bool draining = false;           // drain_listener has begun
   unsigned acceptors = 0;
   herd::pid supervisor;            // the listener_sup
+  herd::pid conns_sup;             // the parent of the connection processes
 };
+
+// One connection process, as its conns_sup knows it (the observer's tree).
+// The peer is the address accept4 returned; the rest is the kernel's view of
+// the socket at the time of the listing (TCP_INFO, SIOCOUTQ, SIOCINQ), read
+// by conns_sup — the socket's own state word and active mode belong to the
+// owner and are not read.
+struct connection_row {
+  herd::pid pid;
+  std::string peer;         // "127.0.0.1:40000", "[::1]:40000"
+  std::string tcp_state;    // "established", "close_wait", ...; "closed": the handler closed it
+  uint32_t send_queue = 0;  // bytes written but not yet acknowledged by the peer
+  uint32_t recv_queue = 0;  // bytes received but not yet read by the handler
+};
+struct connections_listing {
+  std::size_t total = 0;    // connection processes alive
+  std::vector<connection_row> rows;  // the first `max` of them, in no order
+};
+// From a process. Asks a listener's conns_sup (listener_info::conns_sup)
+// for its connections; nullopt if it did not answer within `timeout`.
+std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size_t max,
+                                                  std::chrono::milliseconds timeout);
 
 // From a process. Binds and listens first (errors: errc::in_use for a port
 // in use or a name taken, errc::bad_address, errc::bad_options), then starts
