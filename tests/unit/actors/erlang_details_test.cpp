@@ -78,7 +78,7 @@ TEST_CASE("a call to oneself fails at once with calling_self and leaves no reque
   CHECK(left == 0);
 }
 
-TEST_CASE("a crash outside a supervisor is reported through the logger; one whose trapping parent is linked is not",
+TEST_CASE("a crash outside a supervisor is reported through the logger - one whose trapping parent is linked is not",
           "[logger]") {
   std::string path = "/tmp/herd-erlang-details-" + std::to_string(::getpid()) + ".log";
   REQUIRE(herd::set_log_file(path));
