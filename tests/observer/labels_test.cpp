@@ -39,19 +39,6 @@ struct tally : herd::server<tally> {
 
 namespace {
 
-int connect_loopback(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // pid -> row, over every live process.
 std::map<std::string, json> all_rows(client& c) {
   std::map<std::string, json> out;

@@ -18,6 +18,8 @@
 
 #include <poll.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -48,6 +50,27 @@ namespace observer_test {
 
 using json = nlohmann::json;
 using clk = std::chrono::steady_clock;
+
+// A blocking client connected to 127.0.0.1:port (-1 if refused); *local, if
+// given, gets its own address as the node sees it ("127.0.0.1:PORT").
+inline int connect_loopback(uint16_t port, std::string* local = nullptr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  if (local) {
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);
+    *local = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
+  }
+  return fd;
+}
 
 inline std::string private_dir() {
   char t[] = "/tmp/herd-obs-test-XXXXXX";

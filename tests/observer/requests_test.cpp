@@ -238,21 +238,6 @@ TEST_CASE("tree shows a known supervision tree, nested, with a dynamic superviso
   CHECK(p["result"]["parent"] == n.ctx().pids[1].to_string());
 }
 
-namespace {
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-}  // namespace
-
 TEST_CASE("listeners counts connections and accepts - set_max_connections changes the limit at once") {
   std::atomic<uint16_t> port{0};
   live_node n(2, [&](root_ctx& c) {
@@ -266,7 +251,7 @@ TEST_CASE("listeners counts connections and accepts - set_max_connections change
   });
   client c(n.socket());
   std::vector<int> conns;
-  for (int i = 0; i < 7; ++i) conns.push_back(connect_to(port));
+  for (int i = 0; i < 7; ++i) conns.push_back(connect_loopback(port));
   json l;
   CHECK(eventually([&] {
     l = c.ask(req("listeners"))["result"]["listeners"][0];
@@ -288,7 +273,7 @@ TEST_CASE("listeners counts connections and accepts - set_max_connections change
   CHECK(s["result"] == json({{"listener", "obs_echo"}, {"max_connections", 3}}));
   CHECK(c.ask(req("listeners"))["result"]["listeners"][0]["max_connections"] == 3);
   // Over the new limit: an eighth connection is not accepted while 7 are open.
-  conns.push_back(connect_to(port));
+  conns.push_back(connect_loopback(port));
   std::this_thread::sleep_for(200ms);
   CHECK(c.ask(req("listeners"))["result"]["listeners"][0]["accepts"] == 7);
   CHECK(c.ask(req("set_max_connections", {{"listener", "obs_echo"}, {"max", "infinity"}}))["result"]["max_connections"] ==

@@ -15,24 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A connected loopback client and its local port ("127.0.0.1:PORT").
-int connect_loopback(uint16_t port, std::string* local) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  sockaddr_in me{};
-  socklen_t len = sizeof me;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);
-  *local = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
-  return fd;
-}
-
 json find_child(const json& node, const std::string& id) {
   if (node.contains("id") && node["id"] == id) return node;
   if (node.contains("children"))
