@@ -338,12 +338,16 @@ TEST_CASE("trapping exits, a shutdown from the parent runs terminate and the ser
     // A linked process that is not the parent dies: handle_info, not terminate.
     stranger_pid = herd::spawn([s] {
       herd::link(s);
+      herd::receive([](stranger) {});
       herd::exit(herd::exit_reason::shutdown("not the parent"));
     });
-    // Its end sends the exit signal before the `down`, so once the `down` is
-    // here the signal is ahead of the call below in the server's mailbox (else
-    // the parent's shutdown could overtake a stranger that had not run yet).
+    // Monitored before it may end: its end sends the exit signal before the
+    // `down`, so once the `down` is here the signal is ahead of the call below
+    // in the server's mailbox. (A monitor set after its end gets a noproc
+    // `down` that can overtake the exit signal still being sent, and then the
+    // parent's shutdown could too: seen under TSan on a busy machine.)
     herd::monitor_ref sm = herd::monitor(stranger_pid);
+    herd::send(stranger_pid, stranger{});
     herd::receive(herd::when([sm](const herd::down& d) { return d.ref == sm; }, [](const herd::down&) {}));
     still_there = herd::call<int>(s, get{}) == 0;
     herd::send(parent, stranger{});
