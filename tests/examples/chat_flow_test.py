@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from net_examples import LineClient, Server, broadcast, fail  # noqa: E402
+from net_examples import LineClient, Server, broadcast, fail, read_until_cut_off  # noqa: E402
 
 DEADLINE_S = 120
 # Under a sanitizer freed memory is held back (ASan's quarantine), so the
@@ -128,18 +128,7 @@ def test_burst(path, members=10 if SMALL else 20, rounds=1 if SMALL else 3):
             m.send("JOIN deafroom\n")
             m.expect("OK JOIN deafroom")
         broadcast(LineClient(srv.port), "deafroom", [reader], n=1500, size=4000)  # ~6 MB
-        deaf.s.settimeout(30)
-        data = b""
-        try:
-            while True:
-                chunk = deaf.s.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        except ConnectionResetError:
-            pass
-        except socket.timeout:
-            fail("the member that never read was not cut off")
+        data = read_until_cut_off(deaf, 30)
         if data.count(b"\n") >= 1500:
             fail("the deaf member got every line: it was never behind")
         print("burst: the member that never read was cut off after %d lines" % data.count(b"\n"), flush=True)

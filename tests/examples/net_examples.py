@@ -27,6 +27,24 @@ def fail(msg):
     sys.exit(1)
 
 
+def read_until_cut_off(member, timeout_s):
+    """Reads what a member that never read was still sent, until the server
+    cuts it off (a reset or an end); fails if it is not cut off in time."""
+    member.s.settimeout(timeout_s)
+    data = b""
+    try:
+        while True:
+            chunk = member.s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        fail("the member that never read was not cut off")
+    return data
+
+
 class Server:
     def __init__(self, path, *args):
         self.p = subprocess.Popen([path, "--port", "0", "--bind", "127.0.0.1", *args],
@@ -246,18 +264,7 @@ def test_chat(path):
         # It is cut off with a reset: what it never read is dropped, so this
         # ends quickly (a graceful close would trickle megabytes through its
         # tiny receive window first).
-        slow.s.settimeout(20)
-        data = b""
-        try:
-            while True:
-                chunk = slow.s.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        except ConnectionResetError:
-            pass
-        except socket.timeout:
-            fail("the member that never read was not disconnected")
+        data = read_until_cut_off(slow, 20)
         if data.count(b"\n") >= 8000:
             fail("the slow member got every line: it was never behind")
         code = srv.stop()

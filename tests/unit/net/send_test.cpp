@@ -8,6 +8,16 @@
 using namespace net_test;
 using herd::net::errc;
 
+namespace {
+// 32 KiB of send buffer on our side and of receive buffer on the peer's, so
+// a send fills them after a few dozen KiB.
+bool shrink_buffers(socket_pair& p) {
+  int small = 32 * 1024;
+  setsockopt(p.peer.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  return bool(p.mine.set_options({.sndbuf = small}));
+}
+}  // namespace
+
 TEST_CASE("send to a peer that never reads parks the sender, keeps memory bounded and times out", "[net][send]") {
   errc code{};
   double elapsed = 0;
@@ -17,9 +27,7 @@ TEST_CASE("send to a peer that never reads parks the sender, keeps memory bounde
   herd::test::run_node(node_opts(1), [&] {
     auto p = connected_pair();
     REQUIRE(p.mine.valid());
-    int small = 32 * 1024;
-    setsockopt(p.peer.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    REQUIRE(p.mine.set_options({.sndbuf = small}));
+    REQUIRE(shrink_buffers(p));
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> ticks{0};
     herd::pid ticker = herd::spawn([&] {
@@ -166,9 +174,7 @@ TEST_CASE("try_send takes what the kernel accepts, returns 0 on a full socket wi
   herd::test::run_node(node_opts(1), [&] {
     auto p = connected_pair();
     REQUIRE(p.mine.valid());
-    int small = 32 * 1024;
-    setsockopt(p.peer.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    REQUIRE(p.mine.set_options({.sndbuf = small}));
+    REQUIRE(shrink_buffers(p));
     auto r = p.mine.try_send(expect);
     REQUIRE(r);
     first = *r;
