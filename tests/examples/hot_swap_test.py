@@ -122,9 +122,11 @@ def failures(server, v1):
             f.write(b"one\n"); f.flush()
             if f.readline() != b"v1 1 one\n":
                 fail("v1 did not answer")
-            time.sleep(0.05)  # a newer modification time than handler_v1.so
-            with open(os.path.join(moddir, "newer.so"), "wb") as g:
+            newer = os.path.join(moddir, "newer.so")
+            with open(newer, "wb") as g:
                 g.write(b"\x7fELF but not really\n")
+            t = os.stat(os.path.join(moddir, "handler_v1.so")).st_mtime + 1  # newer than v1, without waiting
+            os.utime(newer, (t, t))
             p.send_signal(signal.SIGHUP)
             time.sleep(0.5)
             f.write(b"two\n"); f.flush()
@@ -170,11 +172,13 @@ def options(server, echo_server, echo_v1):
 
 
 def purge(server, v1, v2):
+    stamp = [time.time()]
+
     def deploy(src, name):
-        time.sleep(0.05)  # a newer modification time than the last one
+        stamp[0] += 1  # a newer modification time than the last deploy's, without waiting
         tmp = os.path.join(moddir, "." + name + ".tmp")
         shutil.copy(src, tmp)
-        os.utime(tmp)
+        os.utime(tmp, (stamp[0], stamp[0]))
         os.rename(tmp, os.path.join(moddir, name))
 
     def start(*extra):
@@ -215,7 +219,6 @@ def purge(server, v1, v2):
                 hup(p, "loaded line_handler v1")
                 if ask(f, "three") != "v2 3 three\n":
                     fail("the connection left v2 at a downgrade")
-                time.sleep(0.05)
                 deploy(v2, "d_v2.so")
                 if mode == "soft":
                     p.send_signal(signal.SIGHUP)
