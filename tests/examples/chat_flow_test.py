@@ -9,6 +9,9 @@
     chat_flow_test.py flood PATH      a client flooding a room of readers is slowed: the room's mailbox and
                                       the server's memory stay bounded, and a pair in another room gets through
     chat_flow_test.py long-line PATH  a refused over-long line leaves no 64 KiB buffer behind
+    chat_flow_test.py neighbours PATH while a 2,000-member room fans out 600 lines, a pair in another
+                                      room keeps talking and every JOIN there is answered "OK JOIN"
+                                      (issue 14: a JOIN once timed out behind such a fan-out)
 Everything is bounded in time and every process started is stopped by its PID. Figures are printed
 as one "figure: name=value" line each.
 """
@@ -23,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from net_examples import LineClient, Server, broadcast, fail, read_until_cut_off  # noqa: E402
+from net_examples import LineClient, Server, broadcast, connect, fail, read_until_cut_off  # noqa: E402
 
 DEADLINE_S = 120
 # Under a sanitizer freed memory is held back (ASan's quarantine), so the
@@ -307,11 +310,106 @@ def test_long_line(path, clients=200):
     print("long-line: ok")
 
 
+def test_neighbours(path, members=500 if SMALL else 2000, lines=200 if SMALL else 600):
+    """A big room's fan-out and its neighbours: every member gets every line,
+    the pair next door gets every ping, and every JOIN next door gets OK (the
+    server's JOIN waits at most 5 s for the room: a starved room answers
+    "ERROR cannot join"). How long they waited is printed, not checked.
+    Sized for this test's one Python thread reading every member (about 100k
+    lines a second); tools/connbench --mode chat drives bigger rooms."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < members + 200:
+        members = hard - 200
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    srv = Server(path, "--workers", "2")
+    try:
+        ms = [connect(srv.port) for _ in range(members)]
+        for m in ms:  # every JOIN sent, then every reply read: no round trip each
+            m.sendall(b"JOIN big\n")
+        want = {m.fileno(): len(b"OK JOIN big\n") for m in ms}
+        text = "x" * 20
+        per_line = len("MSG big 0000 %s\n" % text)
+        for m in ms:
+            want[m.fileno()] += per_line * lines
+        got = {fd: 0 for fd in want}
+        done = threading.Event()
+        err = []
+
+        def read_all():  # the members, reading as fast as they can
+            sel = selectors.DefaultSelector()
+            for m in ms:
+                m.setblocking(False)
+                sel.register(m, selectors.EVENT_READ)
+            left, end = len(ms), time.monotonic() + DEADLINE_S
+            while left and time.monotonic() < end:
+                for key, _ in sel.select(timeout=1):
+                    try:
+                        chunk = key.fileobj.recv(1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        err.append("a member was disconnected")
+                        done.set()
+                        return
+                    fd = key.fileobj.fileno()
+                    got[fd] += len(chunk)
+                    if got[fd] == want[fd]:
+                        sel.unregister(key.fileobj)
+                        left -= 1
+            if left:
+                worst = min(got.values())
+                err.append("%d members did not get all %d lines within %d s (the furthest behind had %d of %d bytes)"
+                           % (left, lines, DEADLINE_S, worst, per_line * lines))
+            done.set()
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        a, b = LineClient(srv.port), LineClient(srv.port)
+        for c in (a, b):
+            c.send("JOIN side\n")
+            c.expect("OK JOIN side")
+        publisher = LineClient(srv.port)
+        threading.Thread(target=publisher.send, daemon=True,
+                         args=("".join("MSG big %04d %s\n" % (i, text) for i in range(lines)),)).start()
+        pings, joins, n = [], [], 0
+        while not done.is_set():
+            t = time.monotonic()
+            a.send("MSG side %d\n" % n)
+            for c in (b, a):
+                c.expect("MSG side %d" % n)
+            pings.append(time.monotonic() - t)
+            if n % 10 == 0:
+                j = LineClient(srv.port)
+                t = time.monotonic()
+                j.send("JOIN side\n")
+                got_line = j.line(timeout=30)
+                if got_line != "OK JOIN side":
+                    fail("a JOIN beside the fan-out got %r" % got_line)
+                joins.append(time.monotonic() - t)
+                j.s.close()
+            n += 1
+        reader.join()
+        if err:
+            fail(err[0])
+        pings.sort()
+        joins.sort()
+        print("figure: neighbours members=%d lines=%d pings=%d ping_p50_ms=%.1f ping_max_ms=%.1f joins=%d "
+              "join_max_ms=%.1f" % (members, lines, len(pings), 1000 * pings[len(pings) // 2], 1000 * pings[-1],
+                                    len(joins), 1000 * joins[-1]), flush=True)
+        if srv.stop(timeout=60) != 0:
+            fail("exit code after SIGTERM")
+    finally:
+        srv.kill()
+    print("neighbours: ok")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
         sys.exit(2)
-    tests = {"burst": test_burst, "rooms": test_rooms, "flood": test_flood, "long-line": test_long_line}
+    tests = {"burst": test_burst, "rooms": test_rooms, "flood": test_flood, "long-line": test_long_line,
+             "neighbours": test_neighbours}
     tests[sys.argv[1]](sys.argv[2])
 
 
