@@ -78,7 +78,7 @@ inline void** fake_slot(fiber* f) noexcept {
   return &f->asan_fake_stack;
 #else
   (void)f;
-  return nullptr;
+  return nullptr;  // the field exists (one layout for every build) but is unused
 #endif
 }
 

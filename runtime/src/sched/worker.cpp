@@ -67,6 +67,10 @@
 // in epoll_wait if it can take the poller token, else on its futex. There is
 // no periodic tick; an idle node sleeps.
 //
+// Test hooks stay off the pick path: testing::migrate hands the fiber to the
+// next worker's migrants list, which that worker reads only in maintenance and
+// when it ran dry (and runs the fiber directly, so no thief takes it back).
+//
 // After a fiber switches back, the worker acts on the reason: `park` tries the
 // waiting transition (a wake that came while the fiber ran makes it fail, and
 // the fiber runs again), `yield` goes to the ring's tail, `spawn` puts the
@@ -172,7 +176,7 @@ fiber* worker::next_local() {
     if (fiber* f = rt.high.pop()) return f;
   if (--global_countdown_ == 0) {
     global_countdown_ = 61;
-    if (fiber* f = from_inject(rt.inject.pop())) return f;
+    if (fiber* f = rt.inject.pop()) return f;
     if (fiber* f = rt.low.pop()) return f;
   }
   // acq_rel on run_next: the exchange that takes a fiber acquires what the
@@ -196,13 +200,14 @@ fiber* worker::next_local() {
 
 fiber* worker::next_remote() {
   fiber* found = nullptr;
+  if (has_migrants_.load(std::memory_order_relaxed))
+    if (fiber* f = take_migrant()) return f;
   if (!rt.inject.empty()) {
     fiber* batch[64];
     uint32_t room = 256 - ring.size_approx();
     std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, 64));
-    for (std::size_t i = 1; i < n; ++i)
-      if (fiber* f = from_inject(batch[i])) schedule_local(f);
-    if (n) found = from_inject(batch[0]);
+    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
+    if (n) found = batch[0];
   }
   if (!found) found = rt.low.pop();
   if (!found) {
@@ -245,7 +250,7 @@ fiber* worker::steal() {
       return f;
     }
   }
-  if (fiber* f = from_inject(rt.inject.pop())) return f;
+  if (fiber* f = rt.inject.pop()) return f;
   // Last pass: a worker stuck in one long fiber must not starve its run next
   // or its timers.
   for (unsigned i = 0; i < n; ++i) {
@@ -277,14 +282,6 @@ void worker::end_slice(fiber* f) {
 }
 
 void worker::run(fiber* f) {
-  if (__builtin_expect(f->avoid_worker != UINT32_MAX, 0)) {
-    if (f->avoid_worker == id && rt.n_workers > 1) {  // testing::migrate: leave it to another
-      rt.inject.push(f);
-      rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
-      return;
-    }
-    f->avoid_worker = UINT32_MAX;
-  }
   if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
     if (f->stack) f->stack_top.store(reinterpret_cast<uintptr_t>(f->stack->hi), std::memory_order_relaxed);
@@ -308,9 +305,7 @@ void worker::run(fiber* f) {
       schedule_local(f);
       break;
     case suspend_reason::migrate:
-      f->avoid_worker = id;
-      rt.inject.push(f);
-      rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
+      migrate_away(f);
       break;
     case suspend_reason::spawn:
       direct = spawned;
@@ -358,10 +353,6 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
     }
     if (!next) return nullptr;
   }
-  if (next->avoid_worker == w->id) {  // testing::migrate: not here
-    w->direct = next;
-    return nullptr;
-  }
   if (!next->stack) {  // hibernated: the loop acquires its stack
     w->direct = next;
     return nullptr;
@@ -381,15 +372,6 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
   } else {
     w->schedule_local(left);
   }
-}
-
-fiber* worker::from_inject(fiber* f) {
-  if (!f || f->avoid_worker != id || rt.n_workers == 1) return f;
-  // testing::migrate: leave it to another worker, and wake that one directly —
-  // the idle protocol might pick this worker again and spin.
-  rt.inject.push(f);
-  rt.workers[(id + 1) % rt.n_workers]->park_token.unpark(rt.io);
-  return nullptr;
 }
 
 void worker::schedule_next(fiber* f) {
@@ -441,6 +423,7 @@ void worker::maintenance(uint64_t t) {
   uint64_t now = now_ms();
   coarse_ms_ = now;
   if (timers.earliest() <= now) fire_timers(now);
+  if (!direct && has_migrants_.load(std::memory_order_relaxed)) direct = take_migrant();
   // A busy worker takes only as many ready sources as its ring has room for:
   // the rest wait in the kernel's ready list, in order. Taking them all
   // would overflow the ring into the injection queue, which a busy worker
@@ -454,6 +437,29 @@ void worker::maintenance(uint64_t t) {
       rt.io.release();
     }
   }
+}
+
+// testing::migrate: the next worker runs it. With one worker it only yields.
+void worker::migrate_away(fiber* f) {
+  if (rt.n_workers == 1) return schedule_local(f);
+  worker& to = *rt.workers[(id + 1) % rt.n_workers];
+  {
+    std::lock_guard lock(to.migrants_m_);
+    to.migrants_.push_back(f);
+    to.has_migrants_.store(true, std::memory_order_relaxed);
+  }
+  to.park_token.unpark(rt.io);
+}
+
+// One at a time, straight to running (direct, or what next_remote returns):
+// in the ring a thief — the worker it left — could take it back.
+fiber* worker::take_migrant() {
+  std::lock_guard lock(migrants_m_);
+  if (migrants_.empty()) return nullptr;
+  fiber* f = migrants_.back();
+  migrants_.pop_back();
+  has_migrants_.store(!migrants_.empty(), std::memory_order_relaxed);
+  return f;
 }
 
 void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, this); }

@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace herd::rt {
 
@@ -60,7 +62,6 @@ class worker {
   fiber* next_remote();
   fiber* steal();
   void end_search();
-  fiber* from_inject(fiber* f);
   void run(fiber* f);
   void begin_slice(fiber* f);
   void end_slice(fiber* f);
@@ -71,6 +72,8 @@ class worker {
   bool work_pending_anywhere() const;
   void fire_timers(uint64_t now_ms);
   bool advance_virtual_time();
+  void migrate_away(fiber* f);
+  fiber* take_migrant();
 
   uint32_t run_next_streak_ = 0;
   uint32_t global_countdown_ = 61;  // picks until the injection queue gets a turn
@@ -85,6 +88,14 @@ class worker {
  private:
   uint64_t rng_;
   std::string scratch_error_;
+
+  // testing::migrate: fibers another worker handed here. Looked at only in
+  // maintenance and when the ring ran dry, never per pick; has_migrants_ is a
+  // relaxed hint (the mutex orders the list, the sender's unpark wakes a
+  // parked owner, and a busy one finds it at its next maintenance).
+  std::mutex migrants_m_;
+  std::vector<fiber*> migrants_;
+  std::atomic<bool> has_migrants_{false};
 };
 
 // The worker whose thread calls, or nullptr. Not inlined, with a compiler

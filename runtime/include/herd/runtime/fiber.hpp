@@ -59,12 +59,11 @@ struct fiber {
   uint8_t rt_flags = 0;        // runtime-private
   uint16_t stack_class = 0;    // stack size class requested at spawn
   uint32_t reductions_left = 0;
-  uint32_t avoid_worker = UINT32_MAX;  // testing::migrate: not on this worker
+  uint32_t eh_uncaught = 0;    // libstdc++'s per-thread exception state, saved per fiber (with eh_caught)
   void* ctx = nullptr;         // saved context; nullptr when not started or hibernated
   stack_slot* stack = nullptr; // nullptr when hibernated
   void* side = nullptr;        // the worker-side switch state of the thread running it
-  void* eh_caught = nullptr;   // libstdc++'s per-thread exception state, saved per fiber
-  unsigned eh_uncaught = 0;
+  void* eh_caught = nullptr;
   const fiber_ops* ops = nullptr;
   fiber_timer timer;
   std::atomic<uint64_t> reductions{0};    // total; relaxed, for the observer
@@ -74,9 +73,10 @@ struct fiber {
   // (hibernated, ended). Written by whoever assigns or releases the stack,
   // relaxed: the observer's "touched = stack_top - low_sp" is a hint.
   std::atomic<uintptr_t> stack_top{0};
-#if defined(__SANITIZE_ADDRESS__)
+  // ASan's fake stack of a fiber that is switched out. Present in every
+  // build: this struct is in an installed header, and a user's build mixing
+  // sanitized and plain objects must see one layout (ODR).
   void* asan_fake_stack = nullptr;
-#endif
 
   run_state load_state() const noexcept {
     // relaxed: a hint for reports; decisions use the RMWs in fiber_state.hpp.

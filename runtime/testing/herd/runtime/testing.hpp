@@ -1,4 +1,6 @@
-// Test hooks. Not for production code.
+// Test hooks: herd's own tests only. Not installed (the include directory is
+// runtime/testing, which only herd's test targets see), so no user build
+// links against a hook, and none of them costs the scheduler's fast path.
 #pragma once
 #include <cstdint>
 
