@@ -19,9 +19,10 @@ namespace {
 // 100,000-process list, is ~15 MB); stop rather than eat memory forever.
 constexpr std::size_t max_reply_bytes = 64u << 20;
 
-// No reply of the protocol nests deeper than a supervision tree; a line that
-// does would overflow the stack of every recursive walk over it (dump(),
-// the views), so it is refused before it is parsed.
+// The deepest reply of the protocol is a tree, which the node cuts at 64
+// nested supervisors (~130 levels of JSON). A line nested far deeper would
+// overflow the stack of every recursive walk over it (dump(), the views), so
+// it is refused before it is parsed.
 constexpr std::size_t max_reply_depth = 256;
 
 int ms_left(clock_type::time_point deadline) {
@@ -62,7 +63,7 @@ node_connection::node_connection(std::string path) : path_(std::move(path)) {
                       std::to_string(sizeof addr.sun_path - 1) + " bytes)");
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   // Another user's symlink or writable directory on the way could lead us to
-  // a socket of theirs (herd/observer: common/socket_path.hpp).
+  // a socket of theirs (tools/observer/common/socket_path.hpp).
   auto resolved = herd::observer_path::check_socket_path(path_, ::geteuid());
   if (resolved.sys_errno != 0) throw node_failure("no node at " + path_ + " (" + std::strerror(resolved.sys_errno) + ")");
   if (!resolved.error.empty()) throw node_failure("refusing the socket path " + path_ + ": " + resolved.error);
@@ -82,6 +83,7 @@ node_connection::node_connection(std::string path) : path_(std::move(path)) {
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
     int e = errno;
     if (e == EINTR) continue;
+    if (e == EISCONN) break;  // an interrupted attempt completed meanwhile
     if (e == EINPROGRESS) {  // not on Linux for AF_UNIX, but POSIX allows it
       pollfd p{fd_, POLLOUT, 0};
       int r;
