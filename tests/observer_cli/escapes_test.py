@@ -17,7 +17,7 @@ from fake_node import HOSTILE
 from support import FakeNode, expect, run_checks
 
 # How HOSTILE reads once escaped (terminal_text.hpp).
-ESCAPED = "\\x1b[2J\\x07\\u009b31m\\x7f\\x1b]0;owned\\x07\\u202e\\x0d\\x0a"
+ESCAPED = "caf\u00e9 \u2713 \U0001f600\\x1b[2J\\x07\\u009b31m\\x7f\\x1b]0;owned\\x07\\u202e\\x0d\\x0a"
 
 VIEWS = [["overview"], ["processes"], ["processes", "--sort", "mailbox"], ["process", "6.0"], ["process", "9.0"],
          ["tree"], ["listeners"], ["modules"], ["trace", "5.0"], ["kill", "6.0"],
@@ -69,7 +69,8 @@ def every_error_line_is_escaped(cli):
             r = run_bytes(cli, "--socket", node.socket, *args)
             expect(r.returncode == 1, "%s: exit %d" % (what, r.returncode), r.stderr)
             err = expect_terminal_safe(r.stderr, what)
-            expect("not JSON: not json \\x1b[2J\\x07\\u009b31m\\x7f\\xff\\xfe\\x0d{" in err, what + ": the line, escaped",
+            expect("not JSON: not json \\x1b[2J\\x07\\u009b31m\\x7f\\xff\\xfe\\x0d\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x9c{" in err,
+                   what + ": the line, escaped",
                    err)
             expect(len(err.splitlines()) == 1, what + ": one line", err)
 

@@ -227,8 +227,8 @@ class Node:
 
 
 # What a chat room name could carry: clear screen, bell, a C1 CSI, DEL, a
-# set-window-title OSC, a bidi override, CR and LF.
-HOSTILE = "\x1b[2J\x07\x9b31m\x7f\x1b]0;owned\x07\u202e\r\n"
+# set-window-title OSC, a bidi override, CR and LF; after harmless UTF-8.
+HOSTILE = "caf\u00e9 \u2713 \U0001f600\x1b[2J\x07\x9b31m\x7f\x1b]0;owned\x07\u202e\r\n"
 
 
 def taint(v):
@@ -281,7 +281,8 @@ def serve_client(conn, node, mode, log):
                 conn.sendall(b"this is not json {\n")
                 continue
             if mode == "hostile_raw":
-                conn.sendall(b"not json \x1b[2J\x07\xc2\x9b31m\x7f\xff\xfe\r{\n")
+                # ...and an overlong '/', a UTF-16 surrogate, a cut-off sequence.
+                conn.sendall(b"not json \x1b[2J\x07\xc2\x9b31m\x7f\xff\xfe\r\xc0\xaf\xed\xa0\x80\xe2\x9c{\n")
                 continue
             if mode == "not_object":
                 conn.sendall(b"[1,2,3]\n")
