@@ -15,6 +15,11 @@ Modes:
     wrong_shape  answer ok:true with a result lacking the documented fields
     close_mid    send half a reply line, then close the connection
     silent       read requests, never answer
+    hostile      answer like a node, but with terminal escape sequences and
+                 other control characters (HOSTILE) appended to every string
+                 of every reply, and a trace event field named with them
+    hostile_raw  answer every request with a line that is not JSON and holds
+                 raw control bytes and bytes that are not UTF-8
 Processes are sorted, limited and filtered as the protocol says, and a kill
 removes its process, so a client sees the node's state change.
 """
@@ -221,6 +226,40 @@ class Node:
         return {"listener": name, "max_connections": mx}
 
 
+# What a chat room name could carry: clear screen, bell, a C1 CSI, DEL, a
+# set-window-title OSC, a bidi override, CR and LF; after harmless UTF-8.
+HOSTILE = "caf\u00e9 \u2713 \U0001f600\x1b[2J\x07\x9b31m\x7f\x1b]0;owned\x07\u202e\r\n"
+
+
+def taint(v):
+    """v with HOSTILE appended to every string; a trace event gets a field named with it too."""
+    if isinstance(v, str):
+        return v + HOSTILE
+    if isinstance(v, list):
+        return [taint(x) for x in v]
+    if isinstance(v, dict):
+        out = dict((k, taint(x)) for k, x in v.items())
+        if "at_ms" in v:
+            out["extra" + HOSTILE] = 1
+        return out
+    return v
+
+
+class HostileConnection:
+    """Sends each reply line with its strings tainted."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def sendall(self, data):
+        for line in data.split(b"\n"):
+            if line:
+                self.conn.sendall((json.dumps(taint(json.loads(line))) + "\n").encode())
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
 class Refusal(Exception):
     def __init__(self, code, message):
         super().__init__(message)
@@ -230,6 +269,8 @@ class Refusal(Exception):
 
 def serve_client(conn, node, mode, log):
     f = conn.makefile("rb")
+    if mode == "hostile":
+        conn = HostileConnection(conn)
     try:
         for raw in f:
             with open(log, "a") as lf:
@@ -238,6 +279,10 @@ def serve_client(conn, node, mode, log):
                 continue
             if mode == "malformed":
                 conn.sendall(b"this is not json {\n")
+                continue
+            if mode == "hostile_raw":
+                # ...and an overlong '/', a UTF-16 surrogate, a cut-off sequence.
+                conn.sendall(b"not json \x1b[2J\x07\xc2\x9b31m\x7f\xff\xfe\r\xc0\xaf\xed\xa0\x80\xe2\x9c{\n")
                 continue
             if mode == "not_object":
                 conn.sendall(b"[1,2,3]\n")

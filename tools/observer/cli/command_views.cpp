@@ -1,6 +1,7 @@
 #include "command_views.hpp"
 
 #include "humanise.hpp"
+#include "terminal_text.hpp"
 #include "text_table.hpp"
 
 namespace observer_cli {
@@ -9,7 +10,8 @@ namespace {
 using align = text_table::align;
 
 double num(const json& o, const char* key) { return o.at(key).get<double>(); }
-std::string str(const json& o, const char* key) { return o.at(key).get<std::string>(); }
+// Every string the node sends is shown through terminal_safe (terminal_text.hpp).
+std::string str(const json& o, const char* key) { return terminal_safe(o.at(key).get<std::string>()); }
 std::string integer(const json& o, const char* key) { return std::to_string(o.at(key).get<long long>()); }
 // For a field a node older than this CLI may not send.
 std::string integer_or_dash(const json& o, const char* key) { return o.contains(key) ? integer(o, key) : "-"; }
@@ -17,7 +19,7 @@ std::string integer_or_dash(const json& o, const char* key) { return o.contains(
 // A key/value block: keys padded to one column.
 class key_values {
  public:
-  void add(std::string key, std::string value) { rows_.emplace_back(std::move(key), std::move(value)); }
+  void add(std::string key, const std::string& value) { rows_.emplace_back(std::move(key), terminal_safe(value)); }
   std::string render() const {
     std::size_t w = 0;
     for (const auto& r : rows_) w = std::max(w, r.first.size());
@@ -36,7 +38,7 @@ std::string pid_list(const json& pids) {
   // Pids are strings; anything else a monitor may name is shown as its JSON.
   for (const auto& p : pids) {
     if (!out.empty()) out += ' ';
-    out += p.is_string() ? p.get<std::string>() : p.dump();
+    out += terminal_safe(p.is_string() ? p.get<std::string>() : p.dump());
   }
   return out;
 }
@@ -96,7 +98,8 @@ std::string render_processes(const json& r) {
 
 void render_tree_node(const json& n, const std::string& prefix, bool last, bool root, std::string& out) {
   std::string label;
-  if (n.contains("id") && !n["id"].is_null()) label = n["id"].is_string() ? n["id"].get<std::string>() : n["id"].dump();
+  if (n.contains("id") && !n["id"].is_null())
+    label = terminal_safe(n["id"].is_string() ? n["id"].get<std::string>() : n["id"].dump());
   if (n.contains("name") && n["name"].is_string()) label = label.empty() ? str(n, "name") : label + " (" + str(n, "name") + ")";
   if (!label.empty()) label += ' ';
   label += str(n, "pid");
@@ -156,7 +159,7 @@ std::string render_listeners(const json& r) {
     const json& max = l.at("max_connections");
     std::string state = l.at("draining").get<bool>() ? "draining" : l.at("suspended").get<bool>() ? "suspended" : "accepting";
     t.add_row({str(l, "name"), str(l, "address"), integer(l, "connections"),
-               max.is_string() ? max.get<std::string>() : std::to_string(max.get<long long>()), integer(l, "acceptors"),
+               max.is_string() ? terminal_safe(max.get<std::string>()) : std::to_string(max.get<long long>()), integer(l, "acceptors"),
                integer(l, "accepts"), integer(l, "refusals"), integer_or_dash(l, "listen_drops"), state, text_or_dash(l.at("supervisor"))});
   }
   return t.render();
@@ -177,17 +180,18 @@ std::string render_modules(const json& r) {
 
 }  // namespace
 
-std::string text_or_dash(const json& v) { return v.is_null() ? "-" : v.get<std::string>(); }
+std::string text_or_dash(const json& v) { return v.is_null() ? "-" : terminal_safe(v.get<std::string>()); }
 
 std::string name_or_call(const json& p) {
   const json& name = p.at("name");
-  if (name.is_string()) return name.get<std::string>();
+  if (name.is_string()) return terminal_safe(name.get<std::string>());
   // A node older than this CLI sends no initial_call.
-  if (p.contains("initial_call") && p.at("initial_call").is_string()) return p.at("initial_call").get<std::string>();
+  if (p.contains("initial_call") && p.at("initial_call").is_string())
+    return terminal_safe(p.at("initial_call").get<std::string>());
   return "-";
 }
 
-std::string kind_or_dash(const json& p) { return p.contains("kind") ? p.at("kind").get<std::string>() : "-"; }
+std::string kind_or_dash(const json& p) { return p.contains("kind") ? str(p, "kind") : "-"; }
 
 std::string render_process(const json& p) {
   key_values kv;
@@ -240,9 +244,9 @@ std::string render_result(const std::string& command, const json& r) {
   if (command == "set_max_connections") {
     const json& max = r.at("max_connections");
     return str(r, "listener") + ": max_connections " +
-           (max.is_string() ? max.get<std::string>() : std::to_string(max.get<long long>())) + "\n";
+           (max.is_string() ? terminal_safe(max.get<std::string>()) : std::to_string(max.get<long long>())) + "\n";
   }
-  return r.dump() + "\n";  // unreachable: cli_args admits only the commands above
+  return json_text(r) + "\n";  // unreachable: cli_args admits only the commands above
 }
 
 }  // namespace observer_cli

@@ -1,7 +1,8 @@
 // The human form of each one-shot command's `result` object: aligned tables
 // and key/value lists. The result comes straight from the node, so every
 // accessor may throw json::exception on a missing or ill-typed
-// field; main() reports that as a malformed reply (exit 1).
+// field; main() reports that as a malformed reply (exit 1). Every string
+// from the node comes out terminal_safe (terminal_text.hpp).
 #pragma once
 #include "observer_json.hpp"
 

@@ -16,6 +16,8 @@
 //   the protocol, or answered "ok":false (its code and message are printed);
 //   2 for a wrong command line (with the usage). Every failure is one line
 //   on stderr, "herd-observer: " and what went wrong.
+// - What the node sends is untrusted text: every human-readable line is
+//   escaped (terminal_text.hpp), --json is printed ASCII-only.
 // - Arguments are checked against the protocol's bounds before connecting:
 //   a typo never reaches the node, and is exit 2 rather than the node's
 //   bad_request (exit 1).
@@ -23,6 +25,7 @@
 #include "cli_error.hpp"
 #include "command_views.hpp"
 #include "node_connection.hpp"
+#include "terminal_text.hpp"
 #include "top/top_loop.hpp"
 #include "trace_stream.hpp"
 
@@ -39,7 +42,8 @@ int run(const invocation& inv) {
   if (inv.command == "trace") return run_trace(node, inv);
   json result = node.call(inv.request);
   // Render before printing anything: a malformed result prints no half-table.
-  std::string text = inv.as_json ? result.dump() + "\n" : render_result(inv.command, result);
+  // The views escape what the node sent; terminal_safe_lines is the backstop.
+  std::string text = inv.as_json ? json_text(result) + "\n" : terminal_safe_lines(render_result(inv.command, result));
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -53,22 +57,24 @@ int main(int argc, char** argv) {
   try {
     inv = parse_args(argc, argv);
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "herd-observer: %s\n%s", e.what(), usage_text());
+    std::fprintf(stderr, "herd-observer: %s\n%s", terminal_safe(e.what()).c_str(), usage_text());
     return 2;
   }
   try {
     int code = run(inv);
     return std::fflush(stdout) == 0 ? code : 1;
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "herd-observer: %s\n", e.what());
+    std::fprintf(stderr, "herd-observer: %s\n", terminal_safe(e.what()).c_str());
     return 2;
   } catch (const node_failure& e) {
-    std::fprintf(stderr, "herd-observer: %s\n", e.what());
+    // The node's error message, or a raw line it sent, is quoted: escaped.
+    std::fprintf(stderr, "herd-observer: %s\n", terminal_safe(e.what()).c_str());
     return 1;
   } catch (const json::exception& e) {
     // A reply that parsed but lacks a field the command shows, or has it
     // with another type.
-    std::fprintf(stderr, "herd-observer: malformed reply from the node at %s: %s\n", inv.socket.c_str(), e.what());
+    std::fprintf(stderr, "herd-observer: malformed reply from the node at %s: %s\n", terminal_safe(inv.socket).c_str(),
+                 terminal_safe(e.what()).c_str());
     return 1;
   }
 }

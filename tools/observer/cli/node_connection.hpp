@@ -1,6 +1,6 @@
 // One connection to a node's observer socket: newline-framed JSON requests
-// out, reply lines in, every read bounded by a deadline (a hung node is a
-// node_failure, never a hang). Not thread-safe: one owner.
+// out, reply lines in, the connect, every write and every read bounded by a
+// deadline (a hung node is a node_failure, never a hang). Not thread-safe: one owner.
 #pragma once
 #include "observer_json.hpp"
 
@@ -16,8 +16,11 @@ inline constexpr std::chrono::seconds reply_timeout{5};
 
 class node_connection {
  public:
-  // Connects to the Unix socket at `path`; throws node_failure ("no node at
-  // PATH (reason)") or usage_error (the path does not fit a sockaddr_un).
+  // Connects to the Unix socket at `path` within reply_timeout; throws
+  // node_failure ("no node at PATH (reason)", a path through another user's
+  // symlink or writable directory, a node that never accepts, a server
+  // running as a uid neither ours nor root) or usage_error (the path does not
+  // fit a sockaddr_un).
   explicit node_connection(std::string path);
   ~node_connection();
   node_connection(const node_connection&) = delete;

@@ -1,5 +1,7 @@
 #include "text_table.hpp"
 
+#include "terminal_text.hpp"
+
 #include <algorithm>
 
 namespace observer_cli {
@@ -8,6 +10,8 @@ text_table::text_table(std::vector<column> columns) : columns_(std::move(columns
 
 void text_table::add_row(std::vector<std::string> cells) {
   cells.resize(columns_.size());
+  // Escaped before the widths are measured, so the columns stay aligned.
+  for (auto& c : cells) c = terminal_safe(c);
   rows_.push_back(std::move(cells));
 }
 

@@ -15,7 +15,7 @@ class text_table {
   };
 
   explicit text_table(std::vector<column> columns);
-  void add_row(std::vector<std::string> cells);  // one cell per column
+  void add_row(std::vector<std::string> cells);  // one cell per column, shown terminal_safe
   // The table, one '\n'-terminated line per row, columns two spaces apart.
   std::string render() const;
   bool empty() const { return rows_.empty(); }

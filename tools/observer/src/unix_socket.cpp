@@ -1,6 +1,8 @@
 // See unix_socket.hpp.
 #include "unix_socket.hpp"
 
+#include "socket_path.hpp"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,13 +15,6 @@
 
 namespace herd::observer {
 namespace {
-
-std::string dir_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -37,7 +32,13 @@ int open_unix_listener(const std::string& path, std::string* error) {
     *error = "observer socket path must be 1.." + std::to_string(sizeof addr.sun_path - 1) + " bytes: '" + path + "'";
     return -1;
   }
-  const std::string dir = dir_of(path);
+  // Every component, not just the directory: see socket_path.hpp.
+  auto resolved = herd::observer_path::check_socket_path(path, ::geteuid());
+  if (!resolved.error.empty()) {
+    *error = "observer socket path " + path + ": " + resolved.error;
+    return -1;
+  }
+  const std::string& dir = resolved.directory;
   struct stat ds {};
   if (::stat(dir.c_str(), &ds) != 0) {
     *error = "observer socket directory " + dir + ": " + errno_text(errno);

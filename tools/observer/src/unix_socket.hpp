@@ -6,7 +6,8 @@
 namespace herd::observer {
 
 // Binds and listens at `path` (non-blocking, close-on-exec, mode 0600).
-// Refuses, with the reason in *error, a directory that is not this user's or
+// Refuses, with the reason in *error, a path through a directory or symlink
+// another user could change (socket_path.hpp), a directory that is not this user's or
 // that group or others can enter (the mode 0600 of the socket alone would
 // leave a window between bind and chmod, and a path others can reach), a
 // path that exists and is not a socket, or one a live node listens on. A

@@ -1,0 +1,87 @@
+// The observer socket's path is checked component by component: a symlink
+// or a directory another user could change anywhere on the way refuses the
+// start (a symlink planted in a shared directory would otherwise let its
+// owner swap our node for theirs after we checked). Making a file owned by
+// another user takes root, as the suite runs in CI; elsewhere this says so.
+#include "observer_fixture.hpp"
+
+#include <sys/stat.h>
+
+using namespace observer_test;
+
+namespace {
+
+// Under a fresh private directory: a sticky world-writable "shared" (a
+// /tmp of our own) and a private "mine" that the node's user owns.
+struct tree {
+  std::string base = private_dir();
+  std::string shared = base + "/shared";
+  std::string mine = base + "/mine";
+  tree() {
+    REQUIRE(::mkdir(shared.c_str(), 0700) == 0);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    REQUIRE(::mkdir(mine.c_str(), 0700) == 0);
+  }
+  ~tree() {
+    std::string cmd = "rm -rf '" + base + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "cannot remove %s\n", base.c_str());
+  }
+  // A symlink at `at` to `target`, owned by `uid`.
+  void symlink(const std::string& target, const std::string& at, uid_t uid) const {
+    REQUIRE(::symlink(target.c_str(), at.c_str()) == 0);
+    REQUIRE(::lchown(at.c_str(), uid, uid) == 0);
+  }
+};
+
+constexpr uid_t nobody = 65534;
+
+}  // namespace
+
+TEST_CASE("start refuses a socket path through a symlink or a directory another user could change") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot make a file owned by another user; the path checks are not exercised");
+    return;
+  }
+  live_node n(1, [](root_ctx&) {});
+  tree t;
+
+  // The attack: another user's symlink in the shared directory, aimed at our
+  // private directory for now.
+  t.symlink(t.mine, t.shared + "/planted", nobody);
+  auto planted = herd::observer::start({.path = t.shared + "/planted/s.sock"});
+  CHECK(!planted);
+  INFO(planted.error);
+  CHECK(planted.error.find(t.shared + "/planted is a symlink owned by uid 65534") != std::string::npos);
+  struct stat st {};
+  CHECK(::lstat((t.mine + "/s.sock").c_str(), &st) != 0);  // nothing was bound behind it
+
+  // The same symlink owned by us is ours to point: accepted.
+  t.symlink(t.mine, t.shared + "/ours", ::geteuid());
+  auto ours = herd::observer::start({.path = t.shared + "/ours/s.sock"});
+  INFO(ours.error);
+  CHECK(ours);
+  ours.observer.reset();
+
+  // A directory on the way that others may write to and that is not sticky:
+  // they could rename "mine" away and put their own in its place.
+  std::string open = t.base + "/open";
+  REQUIRE(::mkdir(open.c_str(), 0700) == 0);
+  REQUIRE(::chmod(open.c_str(), 0777) == 0);
+  REQUIRE(::mkdir((open + "/mine").c_str(), 0700) == 0);
+  auto through_open = herd::observer::start({.path = open + "/mine/s.sock"});
+  CHECK(!through_open);
+  CHECK(through_open.error.find("directory " + open + " can be written by group or others and is not sticky") !=
+        std::string::npos);
+
+  // A directory on the way that another user owns.
+  std::string theirs = t.base + "/theirs";
+  REQUIRE(::mkdir(theirs.c_str(), 0755) == 0);
+  REQUIRE(::mkdir((theirs + "/mine").c_str(), 0700) == 0);
+  REQUIRE(::chown(theirs.c_str(), nobody, nobody) == 0);
+  auto through_theirs = herd::observer::start({.path = theirs + "/mine/s.sock"});
+  CHECK(!through_theirs);
+  CHECK(through_theirs.error.find("directory " + theirs + " belongs to uid 65534") != std::string::npos);
+
+  client c(n.socket());  // the node's own observer is untouched
+  CHECK(c.ask(req("modules"))["ok"] == true);
+}
