@@ -6,7 +6,7 @@
 //      once, its parent waits in "run next"; skynet's peak memory then tracks
 //      live work, not spawned work).
 //   2. the global high-priority queue;
-//   3. every 61st pick, the global injection queue and then the low-priority
+//   3. every 61st pick (tuning.hpp), the global injection queue and then the low-priority
 //      queue (so neither starves under local load — Go's 1/61 rule);
 //   4. "run next" (the fiber the last one woke: ping-pong stays on one core,
 //      hot in cache) — at most 3 times in a row, then the ring gets a turn;
@@ -52,24 +52,7 @@
 //   foreign_dirty: relaxed; a late look delays a trim, the pool itself is
 //             under foreign_stacks_m.
 //
-// Maintenance (timers due, a non-blocking I/O poll, a quiescent-state report
-// for reclamation) runs every 61 picks or every 1 ms, whichever is first — an
-// idle-only poll is how BEAM's acceptors starve under load. The TSC is read
-// only every 8 picks (an rdtsc costs ~10-30 ns in this VM, as much as a
-// switch); a fiber that runs long without yielding is the monitor's business
-// (monitor.cpp), not the loop's.
-//
-// Parking: the worker fires due timers, trims its stack pool and the foreign
-// threads' pool (every free stack once no stack has moved for a second: a
-// burst is over), reports itself
-// parked to `idle` (if it was the last searcher it re-checks every queue, see
-// idle.hpp), goes offline for reclamation, and sleeps until its next timer:
-// in epoll_wait if it can take the poller token, else on its futex. There is
-// no periodic tick; an idle node sleeps.
-//
-// Test hooks stay off the pick path: testing::migrate hands the fiber to the
-// next worker's migrants list, which that worker reads only in maintenance and
-// when it ran dry (and runs the fiber directly, so no thief takes it back).
+// Maintenance, parking and the test hook: worker_park.cpp.
 //
 // After a fiber switches back, the worker acts on the reason: `park` tries the
 // waiting transition (a wake that came while the fiber ran makes it fail, and
@@ -113,19 +96,19 @@ inline void prefetch_fiber(const fiber* f) noexcept {
 }
 
 // After taking a fiber from the ring, warm up the one behind it.
-inline fiber* pop_ring(local_queue<fiber, 256>& ring) noexcept {
+inline fiber* pop_ring(local_queue<fiber, tuning::ring_capacity>& ring) noexcept {
   fiber* f = ring.pop();
   if (f)
     if (fiber* after = ring.peek()) prefetch_fiber(after);
   return f;
 }
 
+}  // namespace
+
 void wake_from_timer(void* ctx, fiber* f) {
   if (state::transition_to_notified(f) == state::wake_result::enqueue)
     static_cast<worker*>(ctx)->schedule(f, false);
 }
-
-}  // namespace
 
 [[gnu::noinline]] worker* this_worker() noexcept {
   asm volatile("" ::: "memory");
@@ -163,7 +146,7 @@ void worker::thread_main() {
 
 fiber* worker::next_local() {
   if (--clock_countdown_ == 0) {
-    clock_countdown_ = 8;
+    clock_countdown_ = tuning::clock_read_every;
     uint64_t t = clock_impl::tsc();
     if (t >= next_maint_tsc_) maintenance(t);
   }
@@ -175,13 +158,13 @@ fiber* worker::next_local() {
   if (!rt.high.empty())
     if (fiber* f = rt.high.pop()) return f;
   if (--global_countdown_ == 0) {
-    global_countdown_ = 61;
+    global_countdown_ = tuning::global_queue_every;
     if (fiber* f = rt.inject.pop()) return f;
     if (fiber* f = rt.low.pop()) return f;
   }
   // acq_rel on run_next: the exchange that takes a fiber acquires what the
   // exchange that put it there published (the fiber's saved context).
-  if (run_next_streak_ < 3 && run_next.load(std::memory_order_relaxed)) {
+  if (run_next_streak_ < tuning::run_next_streak_max && run_next.load(std::memory_order_relaxed)) {
     if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
       ++run_next_streak_;
       return f;
@@ -203,9 +186,9 @@ fiber* worker::next_remote() {
   if (has_migrants_.load(std::memory_order_relaxed))
     if (fiber* f = take_migrant()) return f;
   if (!rt.inject.empty()) {
-    fiber* batch[64];
-    uint32_t room = 256 - ring.size_approx();
-    std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, 64));
+    fiber* batch[tuning::inject_batch_max];
+    uint32_t room = tuning::ring_capacity - ring.size_approx();
+    std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
     for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
     if (n) found = batch[0];
   }
@@ -339,7 +322,7 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
   if (w->maint_countdown_ <= 1 || w->clock_countdown_ <= 1 || w->global_countdown_ <= 1) return nullptr;
   if (w->direct || !w->rt.high.empty()) return nullptr;
   fiber* next = nullptr;
-  if (w->run_next_streak_ < 3 && w->run_next.load(std::memory_order_relaxed)) {
+  if (w->run_next_streak_ < tuning::run_next_streak_max && w->run_next.load(std::memory_order_relaxed)) {
     next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
     if (next) ++w->run_next_streak_;
   }
@@ -413,137 +396,6 @@ void worker::schedule(fiber* f, bool from_fiber) {
       if (from_fiber) schedule_next(f);
       else schedule_local(f);
   }
-}
-
-void worker::maintenance(uint64_t t) {
-  maint_countdown_ = 61;
-  next_maint_tsc_ = t + clock_impl::tsc_per_ms();
-  rt.reclaim.quiescent(id);
-  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
-  uint64_t now = now_ms();
-  coarse_ms_ = now;
-  if (timers.earliest() <= now) fire_timers(now);
-  if (!direct && has_migrants_.load(std::memory_order_relaxed)) direct = take_migrant();
-  // A busy worker takes only as many ready sources as its ring has room for:
-  // the rest wait in the kernel's ready list, in order. Taking them all
-  // would overflow the ring into the injection queue, which a busy worker
-  // visits once every 61 picks — connections that land there starve while
-  // later polls keep refilling the ring (10,000 echo connections: p50 41 ms,
-  // p99 760 ms).
-  if (rt.io.has_sources()) {
-    int room = int(256 - std::min<uint32_t>(ring.size_approx(), 256));
-    if (room >= 32 && rt.io.try_acquire()) {
-      rt.io.poll(0, room - 16);
-      rt.io.release();
-    }
-  }
-}
-
-// testing::migrate: the next worker runs it. With one worker it only yields.
-void worker::migrate_away(fiber* f) {
-  if (rt.n_workers == 1) return schedule_local(f);
-  worker& to = *rt.workers[(id + 1) % rt.n_workers];
-  {
-    std::lock_guard lock(to.migrants_m_);
-    to.migrants_.push_back(f);
-    to.has_migrants_.store(true, std::memory_order_relaxed);
-  }
-  to.park_token.unpark(rt.io);
-}
-
-// One at a time, straight to running (direct, or what next_remote returns):
-// in the ring a thief — the worker it left — could take it back.
-fiber* worker::take_migrant() {
-  std::lock_guard lock(migrants_m_);
-  if (migrants_.empty()) return nullptr;
-  fiber* f = migrants_.back();
-  migrants_.pop_back();
-  has_migrants_.store(!migrants_.empty(), std::memory_order_relaxed);
-  return f;
-}
-
-void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, this); }
-
-bool worker::work_pending_anywhere() const {
-  for (auto& w : rt.workers)
-    if (!w->ring.empty_approx() || w->run_next.load(std::memory_order_seq_cst)) return true;
-  return !rt.inject.empty_seq_cst() || !rt.high.empty() || !rt.low.empty();
-}
-
-bool worker::advance_virtual_time() {
-  if (rt.blocking.in_flight() > 0) return false;
-  uint64_t e = timers.earliest();
-  if (e == UINT64_MAX) return false;
-  clock_impl::set_virtual(e);
-  fire_timers(now_ms());
-  return true;
-}
-
-void worker::park() {
-  uint64_t now = now_ms();
-  coarse_ms_ = now;
-  if (timers.earliest() <= now) {
-    fire_timers(now);
-    return;  // something may be runnable now
-  }
-  // A quiet runtime after a burst: its stacks' pages went back above, the
-  // allocator's free pages follow.
-  if (stacks.maintain(now) > 0 && stacks.quiet()) alloc::collect();
-  // The foreign threads' pool has no worker of its own: whichever worker
-  // parks trims it too (try_lock: a foreign spawn holding it is not waited
-  // for, another worker's park will do).
-  uint64_t foreign_trim = UINT64_MAX;
-  if (rt.foreign_dirty.load(std::memory_order_relaxed) && rt.foreign_stacks_m.try_lock()) {
-    rt.foreign_stacks.maintain(now);
-    foreign_trim = rt.foreign_stacks.next_trim_ms();
-    if (foreign_trim == UINT64_MAX) rt.foreign_dirty.store(false, std::memory_order_relaxed);
-    rt.foreign_stacks_m.unlock();
-  }
-  rt.reclaim.quiescent(id);
-  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
-  if (rt.opts.deterministic && advance_virtual_time()) return;
-
-  bool last = rt.idle_state.transition_to_parked(id, searching_);
-  searching_ = false;
-  if (last && work_pending_anywhere()) rt.notify_parked();
-  rt.reclaim.go_offline(id);
-
-  int timeout = -1;
-  uint64_t e = timers.earliest();
-  if (rt.opts.deterministic) {
-    timeout = -1;  // virtual time moves only when all is blocked (handled above)
-  } else if (e != UINT64_MAX) {
-    uint64_t cur = now_ms();
-    timeout = e <= cur ? 0 : static_cast<int>(std::min<uint64_t>(e - cur, 1u << 30));
-  }
-  if (rt.reclaim.has_work(id) && (timeout < 0 || timeout > 50)) timeout = 50;
-  if (!rt.opts.deterministic) {
-    // Wake for the next trim window while free stacks still hold pages (at
-    // least 100 ms apart): an idle node gives a burst's stack memory back.
-    if (uint64_t t = std::min(stacks.next_trim_ms(), foreign_trim); t != UINT64_MAX) {
-      uint64_t cur = now_ms();
-      int until = t <= cur + 100 ? 100 : static_cast<int>(std::min<uint64_t>(t - cur, 1u << 30));
-      if (timeout < 0 || until < timeout) timeout = until;
-    }
-  }
-  if (!rt.stopping.load(std::memory_order_acquire)) {
-    poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
-    uint64_t t0 = clock_impl::tsc();
-    // relaxed: statistics; metrics() counts a park in progress from here.
-    parked_since_tsc.store(t0, std::memory_order_relaxed);
-    rt.note_parking(+1);
-    park_token.park(timeout, io);
-    rt.note_parking(-1);
-    parked_since_tsc.store(0, std::memory_order_relaxed);
-    parked_tsc.store(parked_tsc.load(std::memory_order_relaxed) + (clock_impl::tsc() - t0),
-                     std::memory_order_relaxed);
-    if (io) rt.io.release();
-  }
-  rt.reclaim.go_online(id);
-  parks.store(parks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  searching_ = rt.idle_state.transition_from_parked(id);
-  now = now_ms();
-  if (timers.earliest() <= now) fire_timers(now);
 }
 
 }  // namespace herd::rt

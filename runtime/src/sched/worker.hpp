@@ -6,6 +6,7 @@
 #include "context/stack_pool.hpp"
 #include "sched/local_queue.hpp"
 #include "sched/parker.hpp"
+#include "sched/tuning.hpp"
 #include "time/timer_service.hpp"
 
 #include <atomic>
@@ -34,7 +35,7 @@ class worker {
   runtime_impl& rt;
   const unsigned id;
   switch_side side;
-  local_queue<fiber, 256> ring;
+  local_queue<fiber, tuning::ring_capacity> ring;
   // Owner and thieves exchange it: a thief takes it only on its last pass and
   // only if this worker has not switched fibers since its first pass.
   std::atomic<fiber*> run_next{nullptr};
@@ -76,9 +77,9 @@ class worker {
   fiber* take_migrant();
 
   uint32_t run_next_streak_ = 0;
-  uint32_t global_countdown_ = 61;  // picks until the injection queue gets a turn
-  uint32_t maint_countdown_ = 61;   // picks until maintenance
-  uint32_t clock_countdown_ = 8;    // picks until the TSC is read
+  uint32_t global_countdown_ = tuning::global_queue_every;  // picks until the injection queue gets a turn
+  uint32_t maint_countdown_ = tuning::maintenance_every;    // picks until maintenance
+  uint32_t clock_countdown_ = tuning::clock_read_every;     // picks until the TSC is read
   uint64_t next_maint_tsc_ = 0;
   bool searching_ = false;
 
@@ -102,5 +103,9 @@ class worker {
 // barrier: GCC may keep a thread_local's address in a register across a call
 // that suspends a fiber, which would then read another worker's state.
 worker* this_worker() noexcept;
+
+// A timer_service callback: wakes the fiber whose timer fired, on the worker
+// passed as ctx.
+void wake_from_timer(void* ctx, fiber* f);
 
 }  // namespace herd::rt

@@ -1,0 +1,42 @@
+// The scheduler's fixed numbers, each with why it has its value. Changing one
+// is a benchmark question (tools/actorbench, tools/connbench), not a test one.
+#pragma once
+#include <cstdint>
+
+namespace herd::rt::tuning {
+
+// A worker's ring of runnable fibers. Large enough that a fan-out's wake-ups
+// rarely spill into the shared injection queue; a power of two for the index
+// mask; small enough that stealing half of it is one short copy.
+inline constexpr uint32_t ring_capacity = 256;
+
+// Every this many picks the global injection and low-priority queues get a
+// turn even while local work never runs dry (Go's 1/61 rule: prime, so it
+// does not fall into step with a periodic local pattern).
+inline constexpr uint32_t global_queue_every = 61;
+
+// Maintenance (timers, a non-blocking I/O poll, a reclamation report) runs at
+// least this often in picks — and at least every 1 ms by the TSC, below.
+inline constexpr uint32_t maintenance_every = 61;
+
+// The TSC is read only every this many picks: an rdtsc costs ~10-30 ns in
+// this VM, as much as a whole switch.
+inline constexpr uint32_t clock_read_every = 8;
+
+// "Run next" may win this many picks in a row before the ring gets one: a
+// ping-pong pair stays hot in cache, but cannot starve the ring.
+inline constexpr uint32_t run_next_streak_max = 3;
+
+// At most this many fibers are taken from the injection queue at once (and at
+// most half the ring's free room): the rest stay where other workers find them.
+inline constexpr uint32_t inject_batch_max = 64;
+
+// A busy worker polls I/O in maintenance only with at least this much ring
+// room, and takes that room less this margin of ready sources: what it takes
+// must fit its ring (overflow would land in the injection queue, which a busy
+// worker visits once every global_queue_every picks), with room left for the
+// wake-ups the new events cause.
+inline constexpr uint32_t poll_min_room = 32;
+inline constexpr uint32_t poll_room_margin = 16;
+
+}  // namespace herd::rt::tuning

@@ -1,0 +1,165 @@
+// A worker's upkeep between picks and when it runs dry: maintenance (every
+// tuning::maintenance_every picks or 1 ms), parking, and the test hook that
+// hands a fiber to another worker. The pick loop itself is worker.cpp.
+//
+// Maintenance (timers due, a non-blocking I/O poll, a quiescent-state report
+// for reclamation) runs every tuning::maintenance_every picks or every 1 ms,
+// whichever is first — an idle-only poll is how BEAM's acceptors starve under
+// load. The TSC is read only every tuning::clock_read_every picks; a fiber that runs long without yielding is the monitor's business
+// (monitor.cpp), not the loop's.
+//
+// Parking: the worker fires due timers, trims its stack pool and the foreign
+// threads' pool (every free stack once no stack has moved for a second: a
+// burst is over), reports itself parked to `idle` (if it was the last searcher it re-checks every queue, see
+// idle.hpp), goes offline for reclamation, and sleeps until its next timer:
+// in epoll_wait if it can take the poller token, else on its futex. There is
+// no periodic tick; an idle node sleeps.
+//
+// Test hooks stay off the pick path: testing::migrate hands the fiber to the
+// next worker's migrants list, which that worker reads only in maintenance and
+// when it ran dry (and runs the fiber directly, so no thief takes it back).
+#include "sched/worker.hpp"
+
+#include "runtime_impl.hpp"
+#include "time/clock_impl.hpp"
+
+#include <herd/runtime/alloc.hpp>
+#include <herd/runtime/clock.hpp>
+
+#include <algorithm>
+#include <mutex>
+
+namespace herd::rt {
+
+void worker::maintenance(uint64_t t) {
+  maint_countdown_ = tuning::maintenance_every;
+  next_maint_tsc_ = t + clock_impl::tsc_per_ms();
+  rt.reclaim.quiescent(id);
+  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
+  uint64_t now = now_ms();
+  coarse_ms_ = now;
+  if (timers.earliest() <= now) fire_timers(now);
+  if (!direct && has_migrants_.load(std::memory_order_relaxed)) direct = take_migrant();
+  // A busy worker takes only as many ready sources as its ring has room for:
+  // the rest wait in the kernel's ready list, in order. Taking them all
+  // would overflow the ring into the injection queue, which a busy worker
+  // visits once every tuning::global_queue_every picks — connections that land there starve while
+  // later polls keep refilling the ring (10,000 echo connections: p50 41 ms,
+  // p99 760 ms).
+  if (rt.io.has_sources()) {
+    uint32_t room = tuning::ring_capacity - std::min(ring.size_approx(), tuning::ring_capacity);
+    if (room >= tuning::poll_min_room && rt.io.try_acquire()) {
+      rt.io.poll(0, static_cast<int>(room - tuning::poll_room_margin));
+      rt.io.release();
+    }
+  }
+}
+
+// testing::migrate: the next worker runs it. With one worker it only yields.
+void worker::migrate_away(fiber* f) {
+  if (rt.n_workers == 1) return schedule_local(f);
+  worker& to = *rt.workers[(id + 1) % rt.n_workers];
+  {
+    std::lock_guard lock(to.migrants_m_);
+    to.migrants_.push_back(f);
+    to.has_migrants_.store(true, std::memory_order_relaxed);
+  }
+  to.park_token.unpark(rt.io);
+}
+
+// One at a time, straight to running (direct, or what next_remote returns):
+// in the ring a thief — the worker it left — could take it back.
+fiber* worker::take_migrant() {
+  std::lock_guard lock(migrants_m_);
+  if (migrants_.empty()) return nullptr;
+  fiber* f = migrants_.back();
+  migrants_.pop_back();
+  has_migrants_.store(!migrants_.empty(), std::memory_order_relaxed);
+  return f;
+}
+
+void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, this); }
+
+bool worker::work_pending_anywhere() const {
+  for (auto& w : rt.workers)
+    if (!w->ring.empty_approx() || w->run_next.load(std::memory_order_seq_cst)) return true;
+  return !rt.inject.empty_seq_cst() || !rt.high.empty() || !rt.low.empty();
+}
+
+bool worker::advance_virtual_time() {
+  if (rt.blocking.in_flight() > 0) return false;
+  uint64_t e = timers.earliest();
+  if (e == UINT64_MAX) return false;
+  clock_impl::set_virtual(e);
+  fire_timers(now_ms());
+  return true;
+}
+
+void worker::park() {
+  uint64_t now = now_ms();
+  coarse_ms_ = now;
+  if (timers.earliest() <= now) {
+    fire_timers(now);
+    return;  // something may be runnable now
+  }
+  // A quiet runtime after a burst: its stacks' pages went back above, the
+  // allocator's free pages follow.
+  if (stacks.maintain(now) > 0 && stacks.quiet()) alloc::collect();
+  // The foreign threads' pool has no worker of its own: whichever worker
+  // parks trims it too (try_lock: a foreign spawn holding it is not waited
+  // for, another worker's park will do).
+  uint64_t foreign_trim = UINT64_MAX;
+  if (rt.foreign_dirty.load(std::memory_order_relaxed) && rt.foreign_stacks_m.try_lock()) {
+    rt.foreign_stacks.maintain(now);
+    foreign_trim = rt.foreign_stacks.next_trim_ms();
+    if (foreign_trim == UINT64_MAX) rt.foreign_dirty.store(false, std::memory_order_relaxed);
+    rt.foreign_stacks_m.unlock();
+  }
+  rt.reclaim.quiescent(id);
+  if (rt.reclaim.has_work(id)) rt.reclaim.reclaim(id);
+  if (rt.opts.deterministic && advance_virtual_time()) return;
+
+  bool last = rt.idle_state.transition_to_parked(id, searching_);
+  searching_ = false;
+  if (last && work_pending_anywhere()) rt.notify_parked();
+  rt.reclaim.go_offline(id);
+
+  int timeout = -1;
+  uint64_t e = timers.earliest();
+  if (rt.opts.deterministic) {
+    timeout = -1;  // virtual time moves only when all is blocked (handled above)
+  } else if (e != UINT64_MAX) {
+    uint64_t cur = now_ms();
+    timeout = e <= cur ? 0 : static_cast<int>(std::min<uint64_t>(e - cur, 1u << 30));
+  }
+  if (rt.reclaim.has_work(id) && (timeout < 0 || timeout > 50)) timeout = 50;
+  if (!rt.opts.deterministic) {
+    // Wake for the next trim window while free stacks still hold pages (at
+    // least 100 ms apart): an idle node gives a burst's stack memory back.
+    if (uint64_t t = std::min(stacks.next_trim_ms(), foreign_trim); t != UINT64_MAX) {
+      uint64_t cur = now_ms();
+      int until = t <= cur + 100 ? 100 : static_cast<int>(std::min<uint64_t>(t - cur, 1u << 30));
+      if (timeout < 0 || until < timeout) timeout = until;
+    }
+  }
+  if (!rt.stopping.load(std::memory_order_acquire)) {
+    poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
+    uint64_t t0 = clock_impl::tsc();
+    // relaxed: statistics; metrics() counts a park in progress from here.
+    parked_since_tsc.store(t0, std::memory_order_relaxed);
+    rt.note_parking(+1);
+    park_token.park(timeout, io);
+    rt.note_parking(-1);
+    parked_since_tsc.store(0, std::memory_order_relaxed);
+    parked_tsc.store(parked_tsc.load(std::memory_order_relaxed) + (clock_impl::tsc() - t0),
+                     std::memory_order_relaxed);
+    if (io) rt.io.release();
+  }
+  rt.reclaim.go_online(id);
+  parks.store(parks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  searching_ = rt.idle_state.transition_from_parked(id);
+  now = now_ms();
+  if (timers.earliest() <= now) fire_timers(now);
+}
+
+}  // namespace herd::rt
