@@ -1,7 +1,7 @@
 // A process's life: launch (pid, stack, publish, start), its fiber body (the
 // spawn function and then any hibernate continuations), and its end.
 //
-// How a process dies (see ARCHITECTURE, "Links, monitors, exit signals"):
+// How a process dies (docs/design.md, "Traps of stackful code"):
 //  * An exit signal sets pending_exit (first one wins) and wakes the process.
 //  * At its next blocking point — receive, sleep, yield, hibernate, the return
 //    of blocking() — the process throws exit_unwind, so every destructor on its

@@ -10,7 +10,7 @@
 // touches it); a block freed on a thread whose list is full goes back to
 // herd::alloc. The per-thread list is reached only through a noinline
 // accessor that re-reads the thread pointer after any suspension could have
-// moved the fiber (ARCHITECTURE: "Traps of stackful code").
+// moved the fiber (docs/design.md: "Traps of stackful code").
 #pragma once
 #include <herd/net/buffer.hpp>
 

@@ -1,4 +1,4 @@
-// Traps of stackful code across a migration (ARCHITECTURE.md, "Traps of stackful code in C++").
+// Traps of stackful code across a migration (docs/design.md, "Traps of stackful code").
 // The code under test lives in tests/fixtures/traps_module.cpp, built -O2 -fPIC as a shared
 // object that resolves herd from this executable: user code built that way must behave. Each
 // check runs 1,000 times (both at full and small scale: a few thousand migrations, few fibers)

@@ -149,7 +149,7 @@ void set_overflow_describer(overflow_describer describer) noexcept {
 }
 
 // noinline: thread_local addresses must not be cached across a fiber switch (see
-// ARCHITECTURE.md, "Traps"); these run on the thread's own stack, but stay safe if they do not.
+// docs/design.md, "Traps of stackful code"); these run on the thread's own stack, but stay safe if they do not.
 [[gnu::noinline]] bool install_thread_altstack() {
   thread_altstack& t = t_altstack;
   if (t.done) return true;

@@ -1,7 +1,7 @@
 // Links and exit signals, as Erlang's reference manual ("Processes": links,
 // exit signals, trap_exit) states them, the order of signals and messages,
-// and how an actor dies in C++ (ARCHITECTURE.md: "Links, monitors, exit
-// signals — and how an actor dies in C++"). One test per rule.
+// and how an actor dies in C++ (docs/design.md: "Traps of stackful code",
+// its last point). One test per rule.
 //
 // A process's exit reason is observed with a monitor from the root (monitors
 // have their own tests in monitor_test.cpp). Processes under test are never
@@ -945,7 +945,7 @@ TEST_CASE("links_test hidden: a destructor calls while a kill unwinds it", "[.][
   CHECK(server_still_answers);
 }
 
-// BUG: ARCHITECTURE.md says "A blocking call reached while unwinding (a
+// BUG: docs/design.md says "A blocking call reached while unwinding (a
 // destructor that calls or receives) neither blocks nor throws", and the rule
 // says such a destructor does not end the node. herd::call reached while an
 // exit unwinds the stack cannot block, so it throws call_error (timeout) out
