@@ -24,6 +24,17 @@ build() {  # dir, extra cmake args... [-- targets...]
   cmake --build "$dir" -j "$jobs" "${targets[@]}"
 }
 
+# Lock rules (runtime/include/herd/runtime/thread_safety.hpp): clang's
+# thread-safety analysis with its warnings as errors. First, cheap stage: a
+# broken lock rule fails the run before the long builds. Layers annotated so
+# far: the runtime.
+stage "clang thread-safety analysis"
+cmake -S . -B build-tsa -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=Debug -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=OFF \
+  -DCMAKE_CXX_FLAGS="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta" >/dev/null
+cmake --build build-tsa -j "$jobs" --target herd_runtime
+stage_done "clang thread-safety analysis"
+
 stage "release build"
 build build -DCMAKE_BUILD_TYPE=Release
 stage_done "release build"

@@ -91,7 +91,7 @@ void runtime_impl::notify_parked(int except) noexcept {
 }
 
 void runtime_impl::record_long_schedule(const fiber* f, uint64_t ms) {
-  std::lock_guard<std::mutex> g(long_m);
+  lock_guard<mutex> g(long_m);
   longs.push_back({now_ms(), ms, f});
   if (longs.size() > 64) longs.pop_front();
 }
@@ -185,7 +185,7 @@ runtime_metrics metrics_of(const runtime_impl& r) {
     m.workers.push_back(x);
   }
   {
-    std::lock_guard<std::mutex> g(const_cast<runtime_impl&>(r).long_m);
+    lock_guard<mutex> g(const_cast<runtime_impl&>(r).long_m);
     m.long_schedules.assign(r.longs.begin(), r.longs.end());
   }
   m.polls = r.io.polls();

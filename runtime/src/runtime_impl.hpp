@@ -1,5 +1,6 @@
 // Everything one running runtime owns; shared by the workers.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/runtime.hpp>
 
 #include "context/stack_arena.hpp"
@@ -34,8 +35,8 @@ struct runtime_impl {
   unsigned n_workers;
   std::vector<std::string> warnings;
   stack_allocator stacks;
-  std::mutex foreign_stacks_m;
-  stack_pool foreign_stacks;  // prepare_stack from non-worker threads
+  mutex foreign_stacks_m;
+  stack_pool foreign_stacks HERD_GUARDED_BY(foreign_stacks_m);  // prepare_stack from non-worker threads
   // Set (under foreign_stacks_m) when a stack goes back to foreign_stacks,
   // cleared by the park that finds every free stack there clean: a parking
   // worker looks at this one word, not the lock and the pool, when no
@@ -50,8 +51,8 @@ struct runtime_impl {
   monitor mon{*this};
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
-  std::mutex long_m;
-  std::deque<long_schedule> longs;
+  mutex long_m;
+  std::deque<long_schedule> longs HERD_GUARDED_BY(long_m);
   uint64_t started_ms = 0;
 };
 

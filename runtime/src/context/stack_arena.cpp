@@ -251,7 +251,7 @@ stack_allocator::chunk* stack_allocator::reserve_chunk(uint32_t class_index, std
     meta[i].class_index = class_index;
   }
 
-  std::lock_guard lock(chunk_mutex_);
+  lock_guard lock(chunk_mutex_);
   size_t index = chunk_count_.load(std::memory_order_relaxed);
   if (index == chunk_capacity_) {
     munmap(mem, bytes);
@@ -281,7 +281,7 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
     return nullptr;
   }
   class_arena& arena = classes_[class_index];
-  std::lock_guard lock(arena.carve_mutex);
+  lock_guard lock(arena.carve_mutex);
   if (!arena.current || arena.next_slot == arena.current->slot_count) {
     chunk* fresh = std::exchange(arena.prepared, nullptr);
     if (!fresh) fresh = reserve_chunk(class_index, error);
@@ -294,7 +294,7 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
   // program never pays for a second chunk).
   if (arena.next_slot == arena.current->slot_count / 2 ||
       (arena.next_slot == 0 && arena.carved.load(std::memory_order_relaxed) > 0))
-    prepare_next(class_index);
+    prepare_next(arena, class_index);
   chunk& c = *arena.current;
   stack_slot* slot = &c.slots[arena.next_slot];
   if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
@@ -319,8 +319,7 @@ struct prepare_job {
 };
 }  // namespace
 
-void stack_allocator::prepare_next(uint32_t class_index) {
-  class_arena& arena = classes_[class_index];
+void stack_allocator::prepare_next(class_arena& arena, uint32_t class_index) {
   if (!background_ || arena.prepared || arena.preparing) return;
   auto* job = new (std::nothrow) prepare_job{this, class_index};
   if (!job) return;
@@ -331,7 +330,7 @@ void stack_allocator::prepare_next(uint32_t class_index) {
     class_arena& ar = me.classes_[j->class_index];
     chunk* c = me.reserve_chunk(j->class_index, nullptr);  // on failure, carve retries inline
     {
-      std::lock_guard lock(ar.carve_mutex);
+      lock_guard lock(ar.carve_mutex);
       ar.prepared = c;
       ar.preparing = false;
     }
@@ -362,7 +361,7 @@ void stack_allocator::prefault_tops(chunk& c) noexcept {
 size_t stack_allocator::trim_uncarved() {
   size_t pages = 0;
   for (class_arena& arena : classes_) {
-    std::lock_guard lock(arena.carve_mutex);
+    lock_guard lock(arena.carve_mutex);
     for (chunk* c : {arena.current, arena.prepared}) {
       // relaxed: a prefault still running may touch more tops after this; a later quiet
       // period gives those back (it sets the flag again when it starts).

@@ -2,6 +2,7 @@
 // The design and its invariants are described at the top of stack_arena.cpp.
 #pragma once
 
+#include <herd/runtime/thread_safety.hpp>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -169,17 +170,18 @@ class stack_allocator {
     void move_onto(slot_list& below) noexcept;  // this one's slots on top of below's; empties this
   };
   struct class_arena {
-    std::mutex carve_mutex;  // guards current/next_slot/prepared/preparing
-    chunk* current = nullptr;
-    uint32_t next_slot = 0;
-    chunk* prepared = nullptr;  // reserved, guarded and pre-faulted in the background
-    bool preparing = false;
+    mutex carve_mutex;
+    chunk* current HERD_GUARDED_BY(carve_mutex) = nullptr;
+    uint32_t next_slot HERD_GUARDED_BY(carve_mutex) = 0;
+    chunk* prepared HERD_GUARDED_BY(carve_mutex) = nullptr;  // reserved, guarded and pre-faulted in the background
+    bool preparing HERD_GUARDED_BY(carve_mutex) = false;
 
-    std::mutex surplus_mutex;  // guards the lists below
+    mutex surplus_mutex;
     // Dirty slots by age, each LIFO with the most recently used on top: put since the last
     // roll, put during the window before, and in the surplus since before that (trimmable).
-    slot_list fresh, aging, stale;
-    slot_list clean;
+    slot_list fresh HERD_GUARDED_BY(surplus_mutex), aging HERD_GUARDED_BY(surplus_mutex),
+        stale HERD_GUARDED_BY(surplus_mutex);
+    slot_list clean HERD_GUARDED_BY(surplus_mutex);
 
     // Read by excess() on the pools' release paths; written only on slow paths.
     alignas(64) std::atomic<uint64_t> carved{0};
@@ -189,7 +191,7 @@ class stack_allocator {
 
   uint64_t live_now(uint32_t class_index) const noexcept;
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
-  void prepare_next(uint32_t class_index);  // caller holds that class's carve_mutex
+  void prepare_next(class_arena& arena, uint32_t class_index) HERD_REQUIRES(arena.carve_mutex);
   void prefault_tops(chunk& c) noexcept;
   bool install_chunk_guards(chunk& c, std::string* error);
   std::string map_failure(const std::string& what, int err) const;
@@ -205,7 +207,7 @@ class stack_allocator {
 
   // Chunk descriptors live in one fixed mapping so the signal handler can scan them without
   // locks: entries [0, chunk_count_) are immutable once published (release store of the count).
-  std::mutex chunk_mutex_;  // serialises publication; taken inside a carve_mutex
+  mutex chunk_mutex_;  // serialises publication; taken inside a carve_mutex
   chunk* chunks_ = nullptr;
   size_t chunk_capacity_ = 0;
   std::atomic<size_t> chunk_count_{0};
@@ -215,7 +217,7 @@ class stack_allocator {
   std::atomic<uint64_t> trimmed_{0};
   std::atomic<uint64_t> bytes_reserved_{0};
 
-  std::mutex pools_mutex_;  // registration, and the rolling of the windows
+  mutex pools_mutex_;  // registration, and the rolling of the windows
   std::atomic<pool_counters*> pools_{nullptr};  // push-front, never shrinks
   alignas(64) std::atomic<uint64_t> window_start_ms_{0};  // read on every release
 };

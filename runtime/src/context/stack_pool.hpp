@@ -33,7 +33,11 @@ struct stack_pool_stats {
   size_t local_free = 0;       // stacks on this pool's free lists
 };
 
-// One per worker thread. Only the owning worker may call its members, except stats().
+// One per worker, which alone calls its members (except stats()), plus one
+// shared by every non-worker thread (runtime_impl::foreign_stacks): that one is
+// called only with runtime_impl::foreign_stacks_m held — by a foreign thread's
+// spawn, or by whichever worker trims it while parking (the analysis checks
+// the lock: it is HERD_GUARDED_BY that mutex).
 // Stacks may be released to a different pool than the one they came from (actors migrate).
 class stack_pool {
  public:

@@ -40,7 +40,7 @@ stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size
   stack_slot** link = &head;
   size_t n = 0;
   {
-    std::lock_guard lock(arena.surplus_mutex);
+    lock_guard lock(arena.surplus_mutex);
     for (slot_list* list : {&arena.fresh, &arena.aging, &arena.stale, &arena.clean}) {
       for (stack_slot* s; n < max && (s = list->pop()); ++n) {
         *link = s;
@@ -70,7 +70,7 @@ void stack_allocator::put_surplus(stack_slot* chain, bool unused) {
     ++to.count;
   }
   const size_t n = dirty.count + clean.count;
-  std::lock_guard lock(arena.surplus_mutex);
+  lock_guard lock(arena.surplus_mutex);
   dirty.move_onto(unused ? arena.stale : arena.fresh);
   clean.move_onto(arena.clean);
   arena.surplus.store(arena.surplus.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -79,7 +79,7 @@ void stack_allocator::put_surplus(stack_slot* chain, bool unused) {
 
 bool stack_allocator::has_dirty_surplus() {
   for (class_arena& arena : classes_) {
-    std::lock_guard lock(arena.surplus_mutex);
+    lock_guard lock(arena.surplus_mutex);
     if (arena.fresh.count || arena.aging.count || arena.stale.count) return true;
   }
   return false;
@@ -93,7 +93,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
     // slots stay counted in surplus_, so stats() does not see them flicker into "in use".
     slot_list batch;
     {
-      std::lock_guard lock(arena.surplus_mutex);
+      lock_guard lock(arena.surplus_mutex);
       for (slot_list* from : {&arena.stale, &arena.aging, &arena.fresh}) {
         for (stack_slot* s; batch.count < budget - trimmed && (s = from->pop());) batch.push(s, s, 1);
         if (!any_age) break;
@@ -105,7 +105,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
       slot_list& to = trim_slot(s) ? clean : still_dirty;
       to.push(s, s, 1);
     }
-    std::lock_guard lock(arena.surplus_mutex);
+    lock_guard lock(arena.surplus_mutex);
     trimmed += clean.count;
     const bool refused = still_dirty.count != 0;
     clean.move_onto(arena.clean);
@@ -117,7 +117,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
 }
 
 stack_allocator::pool_counters* stack_allocator::register_pool() {
-  std::lock_guard lock(pools_mutex_);
+  lock_guard lock(pools_mutex_);
   pool_counters* head = pools_.load(std::memory_order_relaxed);
   for (pool_counters* p = head; p; p = p->next) {
     if (!p->in_use) {
@@ -133,7 +133,7 @@ stack_allocator::pool_counters* stack_allocator::register_pool() {
 }
 
 void stack_allocator::unregister_pool(pool_counters* counters) {
-  std::lock_guard lock(pools_mutex_);
+  lock_guard lock(pools_mutex_);
   counters->in_use = false;
 }
 
@@ -164,7 +164,7 @@ int64_t stack_allocator::excess(uint32_t class_index) const noexcept {
 
 void stack_allocator::roll_window(uint64_t now_ms, uint64_t window_ms) {
   if (now_ms < window_start_ms_.load(std::memory_order_relaxed) + window_ms) return;
-  std::lock_guard lock(pools_mutex_);
+  lock_guard lock(pools_mutex_);
   const uint64_t start = window_start_ms_.load(std::memory_order_relaxed);
   if (now_ms < start + window_ms) return;
   // Two windows without a roll: no pool released during the last one (a release tries to
@@ -176,7 +176,7 @@ void stack_allocator::roll_window(uint64_t now_ms, uint64_t window_ms) {
     const uint64_t live = live_now(c);
     const uint64_t before = a.peak_now.exchange(live, std::memory_order_relaxed);
     a.peak_before.store(skipped ? live : before, std::memory_order_relaxed);
-    std::lock_guard surplus_lock(a.surplus_mutex);
+    lock_guard surplus_lock(a.surplus_mutex);
     a.aging.move_onto(a.stale);
     a.fresh.move_onto(skipped ? a.stale : a.aging);
   }

@@ -8,7 +8,7 @@ namespace herd::rt {
 
 void blocking_pool::shutdown() {
   {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -26,7 +26,7 @@ void blocking_pool::start_thread_locked() {
 
 void blocking_pool::submit(blocking_job* job) {
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
-  std::unique_lock<std::mutex> g(m_);
+  unique_lock g(m_);
   q_.push_back(job);
   if (idle_ == 0 && live_ < max_) {
     start_thread_locked();
@@ -37,7 +37,7 @@ void blocking_pool::submit(blocking_job* job) {
 }
 
 void blocking_pool::submit_task(void (*fn)(void*), void* arg) {
-  std::unique_lock<std::mutex> g(m_);
+  unique_lock g(m_);
   tasks_.push_back({fn, arg});
   if (idle_ == 0 && live_ < max_) {
     start_thread_locked();
@@ -49,10 +49,10 @@ void blocking_pool::submit_task(void (*fn)(void*), void* arg) {
 
 void blocking_pool::thread_main() {
   install_thread_altstack();
-  std::unique_lock<std::mutex> g(m_);
+  unique_lock g(m_);
   for (;;) {
     ++idle_;
-    cv_.wait(g, [&] { return stop_ || !q_.empty() || !tasks_.empty(); });
+    while (!stop_ && q_.empty() && tasks_.empty()) cv_.wait(g.native());
     --idle_;
     if (!tasks_.empty()) {
       task t = tasks_.front();

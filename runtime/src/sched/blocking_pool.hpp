@@ -2,6 +2,7 @@
 // demand up to a bound and stay until the runtime stops; jobs are FIFO. A job's
 // completion wakes its fiber as a foreign thread would (injection queue).
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/blocking.hpp>
 
 #include <condition_variable>
@@ -34,19 +35,19 @@ class blocking_pool {
   void thread_main();
 
   const unsigned max_;
-  std::mutex m_;
+  mutex m_;
   std::condition_variable cv_;
-  std::deque<blocking_job*> q_;
+  std::deque<blocking_job*> q_ HERD_GUARDED_BY(m_);
   struct task {
     void (*fn)(void*);
     void* arg;
   };
-  std::deque<task> tasks_;
-  void start_thread_locked();
+  std::deque<task> tasks_ HERD_GUARDED_BY(m_);
+  void start_thread_locked() HERD_REQUIRES(m_);
   std::vector<std::thread> threads_;
-  unsigned idle_ = 0;
-  unsigned live_ = 0;
-  bool stop_ = false;
+  unsigned idle_ HERD_GUARDED_BY(m_) = 0;
+  unsigned live_ HERD_GUARDED_BY(m_) = 0;
+  bool stop_ HERD_GUARDED_BY(m_) = false;
   std::atomic<uint64_t> in_flight_{0};
 };
 

@@ -32,6 +32,7 @@
 // parked worker for its ring (monitor.cpp). An RMW per push would close the
 // window, but would bounce the shared line between busy workers on every push.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -66,7 +67,7 @@ class idle {
   // just pushed, and leave the others parked.
   int worker_to_notify(int except = -1) {
     if (!should_notify()) return -1;
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     if (!should_notify()) return -1;
     for (std::size_t i = sleepers_.size(); i-- > 0;) {
       if (static_cast<int>(sleepers_[i]) == except) continue;
@@ -97,7 +98,7 @@ class idle {
   // The worker itself, before it parks. True if it was the last searcher
   // (it must then re-check every queue).
   bool transition_to_parked(unsigned id, bool is_searching) {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     uint32_t dec = (1u << 16) | (is_searching ? 1u : 0u);
     uint32_t prev = state_.fetch_sub(dec, std::memory_order_seq_cst);
     sleepers_.push_back(id);
@@ -108,7 +109,7 @@ class idle {
   // counted as searching); false if it woke on its own (timer, I/O) and has now
   // taken itself off the sleepers list.
   bool transition_from_parked(unsigned id) {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     for (std::size_t i = 0; i < sleepers_.size(); ++i) {
       if (sleepers_[i] == id) {
         sleepers_[i] = sleepers_.back();
@@ -122,7 +123,7 @@ class idle {
 
   // Any thread: every parked worker (shutdown).
   std::vector<unsigned> all_sleepers() {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     return sleepers_;
   }
 
@@ -136,8 +137,8 @@ class idle {
 
   const unsigned workers_;
   std::atomic<uint32_t> state_;
-  std::mutex m_;
-  std::vector<unsigned> sleepers_;
+  mutex m_;
+  std::vector<unsigned> sleepers_ HERD_GUARDED_BY(m_);
 };
 
 }  // namespace herd::rt

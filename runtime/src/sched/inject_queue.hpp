@@ -4,6 +4,7 @@
 // fences are invisible to TSan and would drown the report in false positives.
 // `count` makes the emptiness check one relaxed load on the scheduler's path.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/fiber.hpp>
 
 #include <atomic>
@@ -26,7 +27,7 @@ class inject_queue {
     // worker parks reads count (pairs with idle::transition_to_parked).
     count_.fetch_add(1, std::memory_order_seq_cst);
 #if defined(__SANITIZE_THREAD__)
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     q_.push_back(f);
 #else
     q_.enqueue(f);
@@ -35,7 +36,7 @@ class inject_queue {
   void push_bulk(fiber** fs, std::size_t n) {
     count_.fetch_add(n, std::memory_order_seq_cst);
 #if defined(__SANITIZE_THREAD__)
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     q_.insert(q_.end(), fs, fs + n);
 #else
     q_.enqueue_bulk(fs, n);
@@ -46,7 +47,7 @@ class inject_queue {
     if (empty()) return nullptr;
     fiber* f = nullptr;
 #if defined(__SANITIZE_THREAD__)
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     if (q_.empty()) return nullptr;
     f = q_.front();
     q_.pop_front();
@@ -59,7 +60,7 @@ class inject_queue {
   std::size_t pop_bulk(fiber** out, std::size_t max) {
     if (empty()) return 0;
 #if defined(__SANITIZE_THREAD__)
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     std::size_t n = 0;
     while (n < max && !q_.empty()) {
       out[n++] = q_.front();
@@ -80,8 +81,8 @@ class inject_queue {
   // Signed: a pop may decrement before the matching push's increment is seen.
   std::atomic<std::ptrdiff_t> count_{0};
 #if defined(__SANITIZE_THREAD__)
-  std::mutex m_;
-  std::deque<fiber*> q_;
+  mutex m_;
+  std::deque<fiber*> q_ HERD_GUARDED_BY(m_);
 #else
   moodycamel::ConcurrentQueue<fiber*> q_;
 #endif

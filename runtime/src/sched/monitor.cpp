@@ -20,7 +20,7 @@ void monitor::start() {
 void monitor::stop() {
   if (!th_.joinable()) return;
   {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -32,7 +32,7 @@ void monitor::note_parking(int delta) noexcept {
   // monitor cannot miss it between its check and its wait.
   int before = parked_.fetch_add(delta, std::memory_order_seq_cst);
   if (delta < 0 && before == static_cast<int>(rt_.n_workers)) {
-    std::lock_guard<std::mutex> g(m_);
+    lock_guard<mutex> g(m_);
     cv_.notify_one();
   }
 }
@@ -44,13 +44,13 @@ void monitor::loop() {
   std::vector<uint32_t> stuck_ms(n, 0);
   std::vector<bool> reported(n, false);
   constexpr uint32_t period_ms = 10;
-  std::unique_lock<std::mutex> g(m_);
+  unique_lock g(m_);
   while (!stop_) {
     if (parked_.load(std::memory_order_seq_cst) >= static_cast<int>(n)) {
-      cv_.wait(g, [&] { return stop_ || parked_.load(std::memory_order_seq_cst) < static_cast<int>(n); });
+      while (!stop_ && parked_.load(std::memory_order_seq_cst) >= static_cast<int>(n)) cv_.wait(g.native());
       continue;
     }
-    cv_.wait_for(g, std::chrono::milliseconds(period_ms));
+    cv_.wait_for(g.native(), std::chrono::milliseconds(period_ms));
     if (stop_) break;
     for (unsigned i = 0; i < n; ++i) {
       worker& w = *rt_.workers[i];

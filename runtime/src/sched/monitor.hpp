@@ -9,6 +9,7 @@
 // This keeps timestamps off the scheduler's path: a worker only stores which
 // fiber it runs (relaxed) and counts switches.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -34,9 +35,9 @@ class monitor {
 
   runtime_impl& rt_;
   std::thread th_;
-  std::mutex m_;
+  mutex m_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ HERD_GUARDED_BY(m_) = false;
   std::atomic<int> parked_{0};
 };
 

@@ -28,7 +28,7 @@ bool qsbr::grace_over(unsigned w) const noexcept {
 void qsbr::reclaim(unsigned w) {
   slot& me = slots_[w];
   if (foreign_has_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> g(foreign_m_);
+    lock_guard<mutex> g(foreign_m_);
     me.pending.insert(me.pending.end(), foreign_.begin(), foreign_.end());
     foreign_.clear();
     foreign_has_.store(false, std::memory_order_relaxed);
@@ -48,7 +48,7 @@ void qsbr::reclaim(unsigned w) {
 }
 
 void qsbr::retire_foreign(void* obj, void (*fn)(void*)) {
-  std::lock_guard<std::mutex> g(foreign_m_);
+  lock_guard<mutex> g(foreign_m_);
   foreign_.push_back({obj, fn});
   foreign_has_.store(true, std::memory_order_relaxed);
 }
@@ -65,7 +65,7 @@ void qsbr::reclaim_all() {
       slots_[w].pending.clear();
     }
     {
-      std::lock_guard<std::mutex> g(foreign_m_);
+      lock_guard<mutex> g(foreign_m_);
       batch.insert(batch.end(), foreign_.begin(), foreign_.end());
       foreign_.clear();
       foreign_has_.store(false, std::memory_order_relaxed);
@@ -78,7 +78,7 @@ void qsbr::reclaim_all() {
 std::size_t qsbr::pending_count() const {
   std::size_t n = 0;
   for (unsigned w = 0; w < n_; ++w) n += slots_[w].pending.size() + slots_[w].sealed.size();
-  std::lock_guard<std::mutex> g(foreign_m_);
+  lock_guard<mutex> g(foreign_m_);
   return n + foreign_.size();
 }
 

@@ -26,6 +26,7 @@
 // still blocked in epoll_wait is kicked (poller::notify) so an idle node
 // still frees its batches.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -85,8 +86,8 @@ class qsbr {
   std::unique_ptr<slot[]> slots_;
   std::atomic<int64_t> foreign_readers_{0};
   std::atomic<bool> foreign_has_{false};
-  mutable std::mutex foreign_m_;
-  std::vector<retired> foreign_;
+  mutable mutex foreign_m_;
+  std::vector<retired> foreign_ HERD_GUARDED_BY(foreign_m_);
 };
 
 }  // namespace herd::rt

@@ -142,7 +142,7 @@ bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   if (worker* w = this_worker()) {
     f->stack = w->stacks.acquire(f->stack_class, error);
   } else {
-    std::lock_guard<std::mutex> g(rt->foreign_stacks_m);
+    lock_guard<mutex> g(rt->foreign_stacks_m);
     f->stack = rt->foreign_stacks.acquire(f->stack_class, error);
     if (f->stack) f->stack->foreign = true;
   }
@@ -161,7 +161,7 @@ void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) n
   if (w && !foreign) {
     w->stacks.release(s, now);
   } else {
-    std::lock_guard<std::mutex> g(rt.foreign_stacks_m);
+    lock_guard<mutex> g(rt.foreign_stacks_m);
     rt.foreign_stacks.release(s, now);
     rt.foreign_dirty.store(true, std::memory_order_relaxed);
   }

@@ -41,8 +41,12 @@ class worker {
   std::atomic<fiber*> run_next{nullptr};
   fiber* direct = nullptr;         // owner only: a child spawned depth-first
   fiber* spawned = nullptr;        // owner only: set by start() before it suspends
-  stack_pool stacks;
+  stack_pool stacks;        // owner only
+  // Any thread: a process on another worker arms and cancels timers here (the
+  // service has its own lock), and a thief fires them when this worker is
+  // stuck in one fiber (steal's last pass).
   timer_service timers;
+  // The owner parks on it; any thread unparks it (parker.hpp).
   parker park_token;
 
   // Metrics: written by the owner (relaxed), read by anyone.
@@ -94,8 +98,8 @@ class worker {
   // maintenance and when the ring ran dry, never per pick; has_migrants_ is a
   // relaxed hint (the mutex orders the list, the sender's unpark wakes a
   // parked owner, and a busy one finds it at its next maintenance).
-  std::mutex migrants_m_;
-  std::vector<fiber*> migrants_;
+  mutex migrants_m_;
+  std::vector<fiber*> migrants_ HERD_GUARDED_BY(migrants_m_);
   std::atomic<bool> has_migrants_{false};
 };
 

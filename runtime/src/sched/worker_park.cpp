@@ -60,7 +60,7 @@ void worker::migrate_away(fiber* f) {
   if (rt.n_workers == 1) return schedule_local(f);
   worker& to = *rt.workers[(id + 1) % rt.n_workers];
   {
-    std::lock_guard lock(to.migrants_m_);
+    lock_guard lock(to.migrants_m_);
     to.migrants_.push_back(f);
     to.has_migrants_.store(true, std::memory_order_relaxed);
   }
@@ -70,7 +70,7 @@ void worker::migrate_away(fiber* f) {
 // One at a time, straight to running (direct, or what next_remote returns):
 // in the ring a thief — the worker it left — could take it back.
 fiber* worker::take_migrant() {
-  std::lock_guard lock(migrants_m_);
+  lock_guard lock(migrants_m_);
   if (migrants_.empty()) return nullptr;
   fiber* f = migrants_.back();
   migrants_.pop_back();

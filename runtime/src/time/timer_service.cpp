@@ -29,7 +29,7 @@ void timer_entry_unref(timer_entry* e) noexcept {
 }
 
 void timer_service::arm_fiber(fiber* f, uint64_t deadline_ms) noexcept {
-  std::lock_guard<spinlock> g(lock_);
+  lock_guard<spinlock> g(lock_);
   f->timer.fired = false;
   f->timer.wheel = this;
   f->timer.node.kind = timer_kind_fiber;
@@ -40,7 +40,7 @@ void timer_service::arm_fiber(fiber* f, uint64_t deadline_ms) noexcept {
 bool timer_service::disarm_fiber(fiber* f) noexcept {
   auto* s = static_cast<timer_service*>(f->timer.wheel);
   if (!s) return false;
-  std::lock_guard<spinlock> g(s->lock_);
+  lock_guard<spinlock> g(s->lock_);
   if (f->timer.node.linked) s->wheel_.remove(&f->timer.node);
   bool fired = f->timer.fired;
   f->timer.fired = false;
@@ -56,7 +56,7 @@ timer_entry* timer_service::add(uint64_t deadline_ms, void (*fire)(void*), void 
   e->arg = arg;
   e->owner = this;
   e->node.kind = timer_kind_callback;
-  std::lock_guard<spinlock> g(lock_);
+  lock_guard<spinlock> g(lock_);
   wheel_.insert(&e->node, deadline_ms);
   lower_earliest(deadline_ms);
   return e;
@@ -71,7 +71,7 @@ std::size_t timer_service::advance(uint64_t now_ms, wake_fn wake, void* ctx) {
   } done{advancing_};
   std::size_t fired = 0;
   {
-    std::lock_guard<spinlock> g(lock_);
+    lock_guard<spinlock> g(lock_);
     wheel_.advance(now_ms, [&](timer_node* n) {
       ++fired;
       if (n->kind == timer_kind_fiber) {
@@ -86,11 +86,12 @@ std::size_t timer_service::advance(uint64_t now_ms, wake_fn wake, void* ctx) {
     uint64_t dead = cancelled_.load(std::memory_order_relaxed);
     if (dead > 1024 && dead > wheel_.size() / 2) {
       cancelled_.store(0, std::memory_order_relaxed);
+      timer_wheel& wheel = wheel_in_callback();
       wheel_.for_each([&](timer_node* n) {
         if (n->kind != timer_kind_callback) return;
         timer_entry* e = entry_of(n);
         if (e->st.load(std::memory_order_acquire) == timer_entry::cancelled) {
-          wheel_.remove(n);
+          wheel.remove(n);
           due_.push_back(e);
         }
       });
@@ -109,14 +110,15 @@ std::size_t timer_service::advance(uint64_t now_ms, wake_fn wake, void* ctx) {
 }
 
 std::size_t timer_service::size() noexcept {
-  std::lock_guard<spinlock> g(lock_);
+  lock_guard<spinlock> g(lock_);
   return wheel_.size();
 }
 
 void timer_service::clear() noexcept {
-  std::lock_guard<spinlock> g(lock_);
+  lock_guard<spinlock> g(lock_);
+  timer_wheel& wheel = wheel_in_callback();
   wheel_.for_each([&](timer_node* n) {
-    wheel_.remove(n);
+    wheel.remove(n);
     if (n->kind != timer_kind_callback) return;
     timer_entry* e = entry_of(n);
     uint8_t expected = timer_entry::armed;
