@@ -29,6 +29,7 @@
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/runtime.hpp>
 #include <herd/runtime/sched.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include "node_state.hpp"
 #include "process.hpp"
@@ -50,10 +51,10 @@ void set_labels(process* p, const char* initial_call, process_kind kind) noexcep
 }
 
 struct info_answer {
-  std::mutex m;
+  herd::rt::mutex m;
   std::condition_variable cv;
-  bool done = false;
-  introspect::relations r;
+  bool done HERD_GUARDED_BY(m) = false;
+  introspect::relations r HERD_GUARDED_BY(m);
 };
 
 namespace {
@@ -88,7 +89,7 @@ void answer_info(process* p, info_answer& a) noexcept {
       });
     }
     for (message* m = p->mbox.save_head; m; m = next_of(m)) r.mailbox_bytes += message::payload_offset + m->ops->size;
-    std::lock_guard<std::mutex> g(a.m);
+    herd::rt::lock_guard<herd::rt::mutex> g(a.m);
     a.r = std::move(r);
     a.done = true;
     a.cv.notify_all();
@@ -328,8 +329,11 @@ std::optional<relations> ask_relations(pid id, std::chrono::milliseconds wait) {
   if (!detail::current_node()) return std::nullopt;
   auto a = std::make_shared<detail::info_answer>();
   if (!detail::send_signal(id, detail::kind_info, detail::sig_info{a})) return std::nullopt;
-  std::unique_lock<std::mutex> g(a->m);
-  if (!a->cv.wait_for(g, wait, [&] { return a->done; })) return relations{};  // answered = false
+  herd::rt::unique_lock g(a->m);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!a->done)
+    if (a->cv.wait_until(g.native(), deadline) == std::cv_status::timeout && !a->done)
+      return relations{};  // answered = false
   return std::move(a->r);
 }
 

@@ -37,6 +37,7 @@
 // The thread, once woken, sleeps 10 ms (cut short by log_flush or exit) so
 // that whatever follows lands in the same batch, then formats every ready
 // slot into a 64 KiB buffer and writes it with one write(2) per full buffer.
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/runtime/sched.hpp>
 
@@ -92,9 +93,9 @@ std::atomic<bool> g_enabled{true};
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 
-std::mutex g_sink_m;  // the fd below; held by the thread while it writes
-int g_fd = 2;
-bool g_sink_on = true;
+herd::rt::mutex g_sink_m;  // held by the thread while it writes
+int g_fd HERD_GUARDED_BY(g_sink_m) = 2;
+bool g_sink_on HERD_GUARDED_BY(g_sink_m) = true;
 
 long futex(std::atomic<uint32_t>* w, int op, uint32_t val, const timespec* ts) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(w), op, val, ts, nullptr, 0);
@@ -197,7 +198,7 @@ class flusher {
   }
 
   void drain() {
-    std::lock_guard<std::mutex> g(g_sink_m);
+    herd::rt::lock_guard<herd::rt::mutex> g(g_sink_m);
     fd_ = g_fd;
     sink_on_ = g_sink_on;
     uint64_t t = g_tail.load(std::memory_order_relaxed);
@@ -259,9 +260,9 @@ class flusher {
 // Owns the thread; its destructor (at exit) writes what is left and joins.
 struct logger_thread {
   std::thread t;
-  std::mutex m;  // start vs. stop
+  herd::rt::mutex m;  // start vs. stop
   ~logger_thread() {
-    std::lock_guard<std::mutex> g(m);
+    herd::rt::lock_guard<herd::rt::mutex> g(m);
     if (!t.joinable()) return;
     g_stop.store(true, std::memory_order_release);
     g_kick.fetch_add(1, std::memory_order_acq_rel);
@@ -269,7 +270,7 @@ struct logger_thread {
     g_sleeping.store(0, std::memory_order_seq_cst);
     futex_wake(&g_sleeping);
     t.join();
-    std::lock_guard<std::mutex> s(g_sink_m);
+    herd::rt::lock_guard<herd::rt::mutex> s(g_sink_m);
     if (g_fd != 2) ::close(g_fd);
     g_fd = 2;
   }
@@ -278,7 +279,7 @@ logger_thread g_thread;
 
 // Once per process, by the first report (a thread creation on a worker, once).
 [[gnu::noinline]] void start_thread() {
-  std::lock_guard<std::mutex> g(g_thread.m);
+  herd::rt::lock_guard<herd::rt::mutex> g(g_thread.m);
   if (g_stop.load(std::memory_order_acquire)) return;
   g_thread.t = std::thread([] {
     pthread_setname_np(pthread_self(), "herd-logger");
@@ -346,7 +347,7 @@ bool set_log_file(const std::string& path) {
   if (fd < 0) return false;
   int old;
   {
-    std::lock_guard<std::mutex> g(g_sink_m);
+    herd::rt::lock_guard<herd::rt::mutex> g(g_sink_m);
     old = g_fd;
     g_fd = fd;
     g_sink_on = true;
@@ -358,7 +359,7 @@ bool set_log_file(const std::string& path) {
 void set_log_stderr() {
   int old;
   {
-    std::lock_guard<std::mutex> g(g_sink_m);
+    herd::rt::lock_guard<herd::rt::mutex> g(g_sink_m);
     old = g_fd;
     g_fd = 2;
     g_sink_on = true;

@@ -1,5 +1,6 @@
 #include "process_table.hpp"
 
+#include <herd/runtime/thread_safety.hpp>
 #include <sys/mman.h>
 
 #include <new>
@@ -22,7 +23,7 @@ process_table::~process_table() { munmap(slots_, map_bytes_); }
 
 bool process_table::refill(cache& c) {
   {
-    std::lock_guard<std::mutex> g(m_);
+    herd::rt::lock_guard<herd::rt::mutex> g(m_);
     while (c.n < 32 && !free_.empty()) {
       c.push(free_.front());
       free_.pop_front();
@@ -48,7 +49,7 @@ bool process_table::allocate(pid& out, unsigned worker) {
     if (c.n == 0 && !refill(c)) return false;
     i = c.pop();
   } else {
-    std::lock_guard<std::mutex> g(m_);
+    herd::rt::lock_guard<herd::rt::mutex> g(m_);
     if (!free_.empty()) {
       i = free_.front();
       free_.pop_front();
@@ -78,13 +79,13 @@ void process_table::release(pid p, unsigned worker) {
   if (worker < workers_) {
     cache& c = caches_[worker];
     if (c.n == cache::cap) {
-      std::lock_guard<std::mutex> g(m_);
+      herd::rt::lock_guard<herd::rt::mutex> g(m_);
       spill(c);
     }
     c.push(p.index);
     return;
   }
-  std::lock_guard<std::mutex> g(m_);
+  herd::rt::lock_guard<herd::rt::mutex> g(m_);
   free_.push_back(p.index);
 }
 

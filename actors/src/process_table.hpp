@@ -10,6 +10,7 @@
 // caches' capacity (as BEAM rounds +P up), so a spawn fails only once at least
 // max_actors processes are alive.
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/actors/pid.hpp>
 
 #include "process.hpp"
@@ -75,15 +76,15 @@ class process_table {
     }
     void push(uint32_t v) noexcept { idx[(head + n++) % cap] = v; }
   };
-  bool refill(cache& c);     // takes m_ itself
-  void spill(cache& c);      // caller holds m_
+  bool refill(cache& c) HERD_EXCLUDES(m_);
+  void spill(cache& c) HERD_REQUIRES(m_);
 
   std::size_t cap_;
   slot* slots_;        // mmap'ed, touched only as slots are used
   std::size_t map_bytes_;
   std::atomic<uint32_t> fresh_{0};
-  std::mutex m_;
-  std::deque<uint32_t> free_;  // FIFO of released slots
+  herd::rt::mutex m_;
+  std::deque<uint32_t> free_ HERD_GUARDED_BY(m_);  // FIFO of released slots
   std::unique_ptr<cache[]> caches_;
   unsigned workers_;
 };

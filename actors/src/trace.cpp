@@ -3,6 +3,7 @@
 // trace_rate_limit events inside one one-second window end the trace.
 #include "trace.hpp"
 
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/sched.hpp>
 
@@ -90,7 +91,7 @@ void trace_message(trace_core* t, const message* m, pid from) noexcept {
     } else {
       e.type.assign(m->ops->name, m->ops->name_len);
     }
-    std::lock_guard<std::mutex> g(t->m);
+    herd::rt::lock_guard<herd::rt::mutex> g(t->m);
     t->record_locked(std::move(e), e.at_ms);
   } catch (...) {
     // Out of memory while tracing: the event is lost, the delivery is not.
@@ -101,7 +102,7 @@ void trace_exit(process* p, const exit_reason& why) noexcept {
   trace_core* t = p->tracer.exchange(nullptr, std::memory_order_acq_rel);
   if (!t) return;
   try {
-    std::lock_guard<std::mutex> g(t->m);
+    herd::rt::lock_guard<herd::rt::mutex> g(t->m);
     if (t->end.load(std::memory_order_relaxed) == introspect::trace_end::none) t->exit_reason = why.to_string();
     t->finish_locked(introspect::trace_end::exited);
   } catch (...) {
@@ -132,11 +133,10 @@ std::unique_ptr<tracer> tracer::start(pid p, uint32_t limit, int notify_fd, std:
     if (error) *error = "no node is running";
     return nullptr;
   }
-  auto* core = new trace_core;
+  auto* core = new trace_core(rt::now_ms());
   core->target = p;
   core->limit = limit ? limit : 1;
   core->notify_fd = notify_fd;
-  core->window_start_ms = rt::now_ms();
   bool attached = false, found = false;
   {
     rt::foreign_read_guard g;
@@ -177,24 +177,24 @@ tracer::~tracer() {
 }
 
 std::vector<trace_event> tracer::take() {
-  std::lock_guard<std::mutex> g(core_->m);
+  herd::rt::lock_guard<herd::rt::mutex> g(core_->m);
   return std::exchange(core_->events, {});
 }
 
 trace_end tracer::ended() const noexcept { return core_->end.load(std::memory_order_relaxed); }
 
 std::string tracer::exit_reason() const {
-  std::lock_guard<std::mutex> g(core_->m);
+  herd::rt::lock_guard<herd::rt::mutex> g(core_->m);
   return core_->exit_reason;
 }
 
 void tracer::stop(trace_end why) noexcept {
-  std::lock_guard<std::mutex> g(core_->m);
+  herd::rt::lock_guard<herd::rt::mutex> g(core_->m);
   core_->finish_locked(why);
 }
 
 uint64_t tracer::recorded() const noexcept {
-  std::lock_guard<std::mutex> g(core_->m);
+  herd::rt::lock_guard<herd::rt::mutex> g(core_->m);
   return core_->recorded;
 }
 

@@ -13,6 +13,7 @@
 // several senders may record at once. `end` is also read without the lock by
 // the observer (relaxed: a hint; take() re-reads under the lock).
 #pragma once
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/actors/introspect.hpp>
 #include <herd/actors/message.hpp>
 
@@ -27,22 +28,24 @@
 namespace herd::detail {
 
 struct trace_core {
+  explicit trace_core(uint64_t start_ms) : window_start_ms(start_ms) {}
+
   pid target;
   uint32_t limit = 0;
   int notify_fd = -1;
 
-  std::mutex m;
-  std::vector<introspect::trace_event> events;  // not yet taken
-  uint64_t recorded = 0;
-  uint64_t window_start_ms = 0;
-  uint32_t window_count = 0;
-  std::string exit_reason;
+  herd::rt::mutex m;
+  std::vector<introspect::trace_event> events HERD_GUARDED_BY(m);  // not yet taken
+  uint64_t recorded HERD_GUARDED_BY(m) = 0;
+  uint64_t window_start_ms HERD_GUARDED_BY(m) = 0;
+  uint32_t window_count HERD_GUARDED_BY(m) = 0;
+  std::string exit_reason HERD_GUARDED_BY(m);
   std::atomic<introspect::trace_end> end{introspect::trace_end::none};
 
   // Any thread, under m: records e (or ends the trace at its limit or rate).
-  void record_locked(introspect::trace_event&& e, uint64_t now_ms);
+  void record_locked(introspect::trace_event&& e, uint64_t now_ms) HERD_REQUIRES(m);
   // Under m: ends the trace (first reason wins) and wakes the observer.
-  void finish_locked(introspect::trace_end why);
+  void finish_locked(introspect::trace_end why) HERD_REQUIRES(m);
   void notify() noexcept;
 };
 

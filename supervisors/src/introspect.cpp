@@ -2,6 +2,7 @@
 // <herd/supervisors/introspect.hpp> for why the tree is asked, not published).
 // The registry is a map under a mutex touched twice per supervisor life (its
 // init and its end) and once per observer look: never on a child's path.
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/actors/call.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/supervisors/introspect.hpp>
@@ -18,8 +19,8 @@ namespace herd::supervisor {
 namespace detail {
 namespace {
 
-std::mutex g_m;
-std::unordered_map<pid, registered_supervisor>& registry() {
+herd::rt::mutex g_m;
+std::unordered_map<pid, registered_supervisor>& registry() HERD_REQUIRES(g_m) {
   static std::unordered_map<pid, registered_supervisor> r;
   return r;
 }
@@ -28,12 +29,12 @@ std::unordered_map<pid, registered_supervisor>& registry() {
 
 registration::registration(const state& s) : self_(s.self) {
   registered_supervisor r{s.self, herd::parent(), s.fl.strategy, s.fl.intensity, s.fl.period};
-  std::lock_guard<std::mutex> g(g_m);
+  herd::rt::lock_guard<herd::rt::mutex> g(g_m);
   registry()[s.self] = r;
 }
 
 registration::~registration() {
-  std::lock_guard<std::mutex> g(g_m);
+  herd::rt::lock_guard<herd::rt::mutex> g(g_m);
   registry().erase(self_);
 }
 
@@ -76,7 +77,7 @@ const char* to_string(child_type t) noexcept { return t == child_type::superviso
 std::vector<registered_supervisor> live_supervisors() {
   std::vector<registered_supervisor> out;
   {
-    std::lock_guard<std::mutex> g(detail::g_m);
+    herd::rt::lock_guard<herd::rt::mutex> g(detail::g_m);
     out.reserve(detail::registry().size());
     for (auto& [p, r] : detail::registry()) out.push_back(r);
   }
