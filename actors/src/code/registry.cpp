@@ -102,6 +102,7 @@ module_version* registry::add_loading(const std::string& path, const std::string
   auto v = std::make_unique<module_version>();
   v->path = path;
   std::lock_guard<std::mutex> g(m);
+  v->serial = ++next_serial_;
   // dlopen of a path already loaded returns that copy: never reuse the name
   // of a live version (current, old, or queued for dlclose).
   std::string name = stem + "." + hash + ".so";
@@ -326,6 +327,8 @@ std::vector<version_info> list() {
     i.never_switch = v->never_switch;
     i.refs = v->anchor ? v->anchor->refs.load(std::memory_order_relaxed) : 0;
     i.actors = v->actors.entries();
+    i.switch_failures = v->switch_failures;
+    i.last_switch_failure = v->last_switch_failure;
     out.push_back(std::move(i));
   }
   return out;

@@ -54,6 +54,7 @@ class registry {
   std::condition_variable cv_;
   std::deque<module_version*> doomed_;  // under m
   bool reaper_started_ = false;         // under m
+  uint64_t next_serial_ = 0;            // under m
 };
 
 // Load steps (loader.cpp). prepare runs on the blocking pool: read, check,

@@ -119,6 +119,10 @@ struct version_info {
   bool never_switch = false;
   int64_t refs = 0;         // everything keeping it loaded (being current counts 1)
   std::vector<pid> actors;  // processes holding handlers of it
+  // Handlers that failed to switch to this version (export_state, the
+  // factory or code_change threw) and stayed on theirs; the last reason.
+  uint64_t switch_failures = 0;
+  std::string last_switch_failure;
 };
 
 // Any thread. Every version still loaded (or being loaded/unloaded).
@@ -141,6 +145,7 @@ struct handler_slot {
   const std::atomic<bool>* superseded = nullptr;  // the version's flag
   pid owner{};
   bool watched = false;  // owner gets modules::code_changed (handler_ref::watch)
+  uint64_t refused = 0;  // serial of the version a switch to failed: not tried again
 };
 handler_slot create_handler(std::string_view name, uint64_t interface_id, std::string_view interface_name);
 void destroy_handler(handler_slot& s) noexcept;
@@ -216,8 +221,11 @@ handler_ref<I> create(std::string_view name) {
 // (and h's version is not never_switch): h's export_state(), a new handler,
 // its code_change(from, state), then the old handler is destroyed; returns
 // true. Otherwise false and h is untouched. If export_state, the factory or
-// code_change throws, h is untouched and module_error is thrown (let it end
-// the actor, as the issue asks; the others go on).
+// code_change throws, h is untouched, module_error is thrown, the failure is
+// counted on the new version (version_info::switch_failures) and h does not
+// try that version again (a later upgrade returns false until yet another
+// version is loaded). The caller chooses: let it end the actor, or catch it
+// and go on with the old version — net::module_protocol does that.
 template <class I>
 bool upgrade(handler_ref<I>& h) {
   return detail::upgrade_handler(h.slot());
