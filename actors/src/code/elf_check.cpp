@@ -47,13 +47,24 @@ inspection fail(std::string why, bool not_elf = false) {
 
 }  // namespace
 
-inspection inspect(std::string_view img) {
+static_assert(sizeof(Elf64_Ehdr) == header_size);
+
+inspection check_header(std::string_view img) {
   Elf64_Ehdr eh;
   if (!read_at(img, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
     return fail("not an ELF file", true);
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) return fail("not a 64-bit ELF object", true);
   if (eh.e_type != ET_DYN) return fail("not a shared object (ELF type " + std::to_string(eh.e_type) + ")", true);
   if (eh.e_machine != host_machine) return fail("built for another machine (e_machine " + std::to_string(eh.e_machine) + ")", true);
+  inspection ok;
+  ok.ok = true;
+  return ok;
+}
+
+inspection inspect(std::string_view img) {
+  if (inspection h = check_header(img); !h.ok) return h;
+  Elf64_Ehdr eh;
+  read_at(img, 0, eh);
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
     return fail("no section headers: cannot inspect its dynamic symbols", true);
 

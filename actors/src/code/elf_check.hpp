@@ -8,6 +8,7 @@
 //    with a destructor registers it per thread, and glibc keeps the object
 //    loaded until every such thread has exited — workers live forever.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,13 @@ struct inspection {
   bool not_elf = false;    // not a shared object for this machine: `why` says how
   std::string why;         // when !ok
 };
+
+// Bytes of the ELF header (the most check_header needs).
+inline constexpr std::size_t header_size = 64;
+
+// Pure; any thread. The file's first bytes (up to header_size; fewer only
+// when the file is shorter): is it a 64-bit shared object for this machine?
+inspection check_header(std::string_view first_bytes);
 
 // Pure; any thread. `image` is the whole file.
 inspection inspect(std::string_view image);

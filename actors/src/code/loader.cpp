@@ -45,9 +45,9 @@ std::string describe_current_exception() {
 
 std::string module_exception_text() { return describe_current_exception(); }
 
-load_result prepare(const std::string& path, const std::string& dir, module_version*& out) {
+load_result prepare(const std::string& path, const std::string& dir, uint64_t max_size, module_version*& out) {
   staging::candidate c;
-  if (load_result r = staging::read_candidate(path, dir, c); !r) return r;
+  if (load_result r = staging::read_candidate(path, dir, max_size, c); !r) return r;
 
   elf::inspection ins = elf::inspect(c.bytes);
   if (!ins.ok)

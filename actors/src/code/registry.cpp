@@ -304,7 +304,7 @@ load_result load(const std::string& path, const load_options& o) {
     }
   } p;
   std::string dir = module_dir();
-  load_result r = herd::blocking([&] { return detail::code::prepare(path, dir, p.v); });
+  load_result r = herd::blocking([&] { return detail::code::prepare(path, dir, o.max_file_size, p.v); });
   if (!r) return r;
   detail::module_version* v = std::exchange(p.v, nullptr);
   return detail::code::commit(v, v->name, o);

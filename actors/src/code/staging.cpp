@@ -1,6 +1,8 @@
 // See staging.hpp.
 #include "code/staging.hpp"
 
+#include "code/elf_check.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -52,7 +55,42 @@ load_result load_error(load_errc c, std::string msg) {
   return r;
 }
 
-load_result read_candidate(const std::string& path, const std::string& module_dir, candidate& out) {
+namespace {
+
+const char* kind_of(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Reads exactly n bytes at the current offset; "" or the error.
+std::string read_exactly(int fd, char* to, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd, to + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return std::string("read: ") + std::strerror(errno);
+    if (r == 0) return "it shrank while being read";
+    got += static_cast<std::size_t>(r);
+  }
+  return {};
+}
+
+struct fd_closer {
+  int fd;
+  ~fd_closer() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+load_result read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
+                           candidate& out) {
   if (module_dir.empty())
     return load_error(load_errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
   int err = 0;
@@ -64,8 +102,9 @@ load_result read_candidate(const std::string& path, const std::string& module_di
   if (std::string why = unsafe_because(dst); !why.empty())
     return load_error(load_errc::unsafe_permissions, "module directory " + dir + " is " + why);
 
-  // A bare name is looked up in the module directory.
-  std::string given = path.find('/') == std::string::npos ? dir + "/" + path : path;
+  // A relative path is relative to the module directory, never to the
+  // working directory (which a daemon does not choose).
+  std::string given = !path.empty() && path[0] == '/' ? path : dir + "/" + path;
   std::string file = real_path(given, err);
   if (file.empty()) {
     if (err == ENOENT) return load_error(load_errc::file_missing, given + ": no such file");
@@ -75,34 +114,47 @@ load_result read_candidate(const std::string& path, const std::string& module_di
   if (file.substr(0, slash) != dir)
     return load_error(load_errc::outside_module_dir, file + " is not in the module directory " + dir);
 
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
+  // Type and size from the name, before opening: opening a FIFO for reading
+  // waits for a writer for ever, and a huge file must not be read at all.
+  struct stat lst;
+  if (::lstat(file.c_str(), &lst) != 0) {
+    int e = errno;
+    return load_error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
+  }
+  if (!S_ISREG(lst.st_mode)) return load_error(load_errc::io_error, file + " is " + kind_of(lst.st_mode) + ", not a regular file");
+  auto too_large = [&](off_t size) {
+    return load_error(load_errc::too_large, file + " is " + std::to_string(size) + " bytes, more than the " +
+                                                std::to_string(max_size) +
+                                                " a module may have (load_options::max_file_size)");
+  };
+  if (static_cast<uint64_t>(lst.st_size) > max_size) return too_large(lst.st_size);
+
+  // O_NONBLOCK: should the name have become a FIFO since, open returns at
+  // once (and fstat tells); it changes nothing for a regular file.
+  fd_closer fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
+  if (fd.fd < 0) {
     int e = errno;
     return load_error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
   }
   struct stat fst;
-  if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-    ::close(fd);
-    return load_error(load_errc::io_error, file + " is not a regular file");
-  }
-  if (std::string why = unsafe_because(fst); !why.empty()) {
-    ::close(fd);
-    return load_error(load_errc::unsafe_permissions, file + " is " + why);
-  }
-  std::string bytes;
-  bytes.resize(static_cast<std::size_t>(fst.st_size));
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = n < 0 ? errno : EIO;
-      ::close(fd);
-      return load_error(load_errc::io_error, file + ": read: " + std::strerror(e));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
+  if (::fstat(fd.fd, &fst) != 0) return load_error(load_errc::io_error, file + ": fstat: " + std::strerror(errno));
+  if (!S_ISREG(fst.st_mode)) return load_error(load_errc::io_error, file + " is " + kind_of(fst.st_mode) + ", not a regular file");
+  if (fst.st_dev != lst.st_dev || fst.st_ino != lst.st_ino)
+    return load_error(load_errc::io_error, file + " was replaced while being opened; try again");
+  if (std::string why = unsafe_because(fst); !why.empty()) return load_error(load_errc::unsafe_permissions, file + " is " + why);
+  if (static_cast<uint64_t>(fst.st_size) > max_size) return too_large(fst.st_size);
+
+  // The ELF header first: a file that is not a shared object for this
+  // machine is refused after 64 bytes, not after reading all of it.
+  const std::size_t size = static_cast<std::size_t>(fst.st_size);
+  std::string bytes(std::min<std::size_t>(size, elf::header_size), '\0');
+  if (std::string e = read_exactly(fd.fd, bytes.data(), bytes.size()); !e.empty())
+    return load_error(load_errc::io_error, file + ": " + e);
+  if (elf::inspection h = elf::check_header(bytes); !h.ok)
+    return load_error(load_errc::not_a_shared_object, file + ": " + h.why);
+  bytes.resize(size);
+  if (std::string e = read_exactly(fd.fd, bytes.data() + elf::header_size, size - elf::header_size); !e.empty())
+    return load_error(load_errc::io_error, file + ": " + e);
 
   out.path = file;
   std::string base = file.substr(slash + 1);

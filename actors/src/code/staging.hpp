@@ -6,6 +6,10 @@
 //    writable by group or others or owned by another user than this process's
 //    (root is accepted as owner). Whoever can write there can run code in the
 //    node.
+//  * Its type and size are checked from the name (lstat) before it is opened
+//    (a FIFO would block the open for ever; a file over the size cap is
+//    never read), again on the open descriptor, then its ELF header is read
+//    and checked before the rest.
 //  * It is read once, into memory: the checks, the content hash, the ELF
 //    inspection and the staged copy all see the same bytes, whatever happens
 //    to the file meanwhile.
@@ -33,7 +37,9 @@ struct candidate {
 // A failed load_result saying why.
 modules::load_result load_error(modules::load_errc c, std::string msg);
 
-modules::load_result read_candidate(const std::string& path, const std::string& module_dir, candidate& out);
+// `path`: absolute, or relative to the module directory.
+modules::load_result read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
+                                    candidate& out);
 
 // 16 hex digits of a 64-bit FNV-1a over the bytes. Names copies; not a
 // security measure (the directory checks are).

@@ -71,6 +71,7 @@ enum class load_errc {
   old_version_in_use,   // soft purge refused
   purge_timeout,        // killed the old version's actors, something still holds it
   no_such_module,       // unload of a name never loaded
+  too_large,            // bigger than load_options::max_file_size (refused before it is read)
 };
 
 struct load_result {
@@ -91,6 +92,9 @@ struct load_options {
   // With purge_mode::kill: how long to wait for the old version's references
   // (its actors' handlers, its messages) to go after the kill.
   std::chrono::milliseconds purge_timeout{5000};
+  // A bigger file is refused before it is read (it is read into memory once,
+  // for the checks and the staged copy). Handler modules are a few MiB.
+  uint64_t max_file_size = uint64_t(256) << 20;
 };
 
 // Any thread. The only directory modules are loaded from (made absolute;
@@ -100,8 +104,9 @@ std::string module_dir();
 
 // From a process (runs the file work and dlopen on the blocking pool; a
 // purge waits in the process). From a foreign thread it runs inline. `path`
-// is a file in the module directory, or a bare file name in it. One handler
-// is made and destroyed as a check of the factory.
+// is a file directly in the module directory: absolute, or relative to the
+// module directory (never to the working directory). One handler is made and
+// destroyed as a check of the factory.
 load_result load(const std::string& path, const load_options& o = {});
 
 // From a process. Makes `name`'s current version old (no new handlers; the
