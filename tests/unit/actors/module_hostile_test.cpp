@@ -151,3 +151,62 @@ TEST_CASE("a relative load path is resolved against the module directory, and mu
   INFO(again.message);
   CHECK(again);
 }
+
+namespace {
+
+// Sets $HERD_TEST_CONSTRUCTOR_MARKER to a path in the sandbox for the
+// fixtures' static constructors; true if one ran.
+struct constructor_marker {
+  std::string path;
+  explicit constructor_marker(const sandbox& s) : path(s.dir() + "-constructor-ran") {
+    ::unlink(path.c_str());
+    ::setenv("HERD_TEST_CONSTRUCTOR_MARKER", path.c_str(), 1);
+  }
+  ~constructor_marker() {
+    ::unsetenv("HERD_TEST_CONSTRUCTOR_MARKER");
+    ::unlink(path.c_str());
+  }
+  bool ran() const { return ::access(path.c_str(), F_OK) == 0; }
+};
+
+}  // namespace
+
+// Before the fix the ABI was checked after dlopen, which had run the module's
+// static constructors (the marker appeared).
+TEST_CASE("a module refused for its ABI is refused before dlopen - its static constructor never runs", "[modules]") {
+  sandbox s;
+  constructor_marker marker(s);
+  REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
+  auto r = modules::load(s.deploy("bad_abi", "bad_abi.so"));
+  INFO(r.message);
+  CHECK(r.code == load_errc::abi_mismatch);
+  // The text comes from the file (found through the descriptor's relocation).
+  CHECK(r.message.find("module built with \"herd ") != std::string::npos);
+  CHECK(r.message.find("(hash 4660)") != std::string::npos);  // HERD_MODULE_ABI_OVERRIDE=0x1234
+  CHECK_FALSE(marker.ran());
+  CHECK_FALSE(module_fixture::mapped(s.dir() + "/bad_abi"));
+  CHECK(info("greeter", "1").state == "current");
+}
+
+// Before the fix dlopen loaded libasan into a node built without ASan, whose
+// constructor ended the process ("ASan runtime does not come first").
+TEST_CASE("a module linked with a sanitizer runtime the node was not started with is refused before dlopen",
+          "[modules]") {
+  sandbox s;
+  constructor_marker marker(s);
+  REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
+  auto r = modules::load(s.deploy("asan_linked", "asan_linked.so"));
+  INFO(r.message);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // An ASan node has the runtime first: such a module loads. (The TSan build
+  // links the fixture without ASan, which g++ cannot combine with TSan.)
+  CHECK(r);
+  CHECK(marker.ran());
+#else
+  CHECK(r.code == load_errc::abi_mismatch);
+  CHECK(r.message.find("built with AddressSanitizer (it needs libasan.so") != std::string::npos);
+  CHECK(r.message.find("this node was not started with") != std::string::npos);
+  CHECK_FALSE(marker.ran());
+  CHECK(info("greeter", "1").state == "current");
+#endif
+}
