@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 namespace herd::detail::staging {
 namespace {
@@ -175,11 +177,113 @@ std::string content_hash(std::string_view bytes) {
   return buf;
 }
 
+namespace {
+
+// Seconds since the epoch at which process `pid` started; -1 if unknown.
+double process_start_time(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (!f) return -1;
+  char buf[1024];
+  std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command may hold spaces and parentheses
+  if (!p) return -1;
+  // Field 22, starttime (clock ticks after boot); p is at the end of field 2.
+  for (int field = 2; field < 22 && p; ++field) p = std::strchr(p + 1, ' ');
+  if (!p) return -1;
+  double ticks = std::strtod(p + 1, nullptr);
+  double boot = -1;
+  if (std::FILE* st = std::fopen("/proc/stat", "re")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, st))
+      if (std::strncmp(line, "btime ", 6) == 0) boot = std::strtod(line + 6, nullptr);
+    std::fclose(st);
+  }
+  if (boot < 0) return -1;
+  return boot + ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
+// Whether the node that made a staging directory last changed at `mtime`
+// may still run as `pid`: alive, and started before the directory's last change
+// (a later start is another process that reuses the pid).
+bool maybe_alive(pid_t pid, const struct timespec& mtime) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  double start = process_start_time(pid);
+  // Unknown: keep it. 2 s for the boot time's whole seconds and the tick.
+  return start < 0 || start <= double(mtime.tv_sec) + 2;
+}
+
+// "herd-modules-<pid>-XXXXXX" (mkdtemp's six characters): the pid, else 0.
+pid_t staging_dir_pid(const char* name) {
+  constexpr std::string_view prefix = "herd-modules-";
+  std::string_view n(name);
+  if (n.substr(0, prefix.size()) != prefix) return 0;
+  n.remove_prefix(prefix.size());
+  auto dash = n.find('-');
+  if (dash == 0 || dash == std::string_view::npos || n.size() - dash - 1 != 6 || dash > 9) return 0;
+  pid_t pid = 0;
+  for (char c : n.substr(0, dash)) {
+    if (c < '0' || c > '9') return 0;
+    pid = pid * 10 + (c - '0');
+  }
+  return pid;
+}
+
+// Empties and removes directory `name` in `parent_fd`, only if it is a real
+// directory (not a symlink) owned by us; never follows a link inside it.
+void remove_stale(int parent_fd, const char* name) {
+  int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return;
+  }
+  DIR* d = ::fdopendir(fd);  // owns fd
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    ::unlinkat(::dirfd(d), e->d_name, 0);  // a staged copy; a symlink itself, not its target; never a directory
+  }
+  ::closedir(d);
+  ::unlinkat(parent_fd, name, AT_REMOVEDIR);  // fails, harmlessly, if something was left
+}
+
+}  // namespace
+
+void remove_stale_staging_dirs(const std::string& parent) noexcept {
+  int pfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (pfd < 0) return;
+  DIR* d = ::fdopendir(pfd);  // owns pfd
+  if (!d) {
+    ::close(pfd);
+    return;
+  }
+  const uid_t me = ::geteuid();
+  while (dirent* e = ::readdir(d)) {
+    pid_t pid = staging_dir_pid(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != me) continue;  // a symlink, a file, someone else's
+    if (maybe_alive(pid, st.st_mtim)) continue;
+    remove_stale(::dirfd(d), e->d_name);
+  }
+  ::closedir(d);
+}
+
 std::string staging_dir(std::string& error) {
   std::lock_guard<std::mutex> g(g_dir_m);
   if (!g_dir.empty()) return g_dir;
   const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/herd-modules-" + std::to_string(::getpid()) + "-XXXXXX";
+  const std::string parent = tmp && *tmp ? tmp : "/tmp";
+  // A node that died (SIGKILL, a crash) left its copies behind.
+  remove_stale_staging_dirs(parent);
+  std::string tmpl = parent + "/herd-modules-" + std::to_string(::getpid()) + "-XXXXXX";
   if (!::mkdtemp(tmpl.data())) {  // mode 0700
     error = "cannot make a staging directory " + tmpl + ": " + std::strerror(errno);
     return {};

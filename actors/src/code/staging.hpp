@@ -45,9 +45,18 @@ modules::load_result read_candidate(const std::string& path, const std::string& 
 // security measure (the directory checks are).
 std::string content_hash(std::string_view bytes);
 
-// Blocking. The private staging directory, made on first use; "" and `error`
-// set on failure. Any thread (internally locked).
+// Blocking. The private staging directory, made on first use (in $TMPDIR,
+// else /tmp, after remove_stale_staging_dirs there); "" and `error` set on
+// failure. Any thread (internally locked).
 std::string staging_dir(std::string& error);
+
+// Blocking. Removes the staging directories in `parent` that nodes which
+// are gone left behind (killed before their atexit ran): named
+// herd-modules-<pid>-XXXXXX, a directory (not a symlink) owned by this
+// process's user, and <pid> not running, or running but started after the
+// directory last changed (the pid was reused). Their files are unlinked
+// without following links. staging_dir calls it once, before making ours.
+void remove_stale_staging_dirs(const std::string& parent) noexcept;
 
 // Blocking. Writes bytes to dir/name (mode 0500) through a temporary file and
 // rename. Returns "" on success, else the error.
