@@ -76,6 +76,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 namespace herd::detail {
 
@@ -284,6 +286,15 @@ namespace herd::modules {
 using detail::code::registry;
 
 void set_module_dir(std::string dir) {
+  // Absolute now, against today's working directory: load resolves relative
+  // paths against it, and a path built from module_dir() must not change
+  // meaning if the working directory does.
+  if (!dir.empty() && dir[0] != '/') {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = abs.lexically_normal().string();
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  }
   registry& r = registry::get();
   std::lock_guard<std::mutex> g(r.m);
   r.module_dir = std::move(dir);

@@ -152,6 +152,22 @@ TEST_CASE("a relative load path is resolved against the module directory, and mu
   CHECK(again);
 }
 
+// A relative module directory is made absolute when it is set, so a later
+// change of working directory does not move it.
+TEST_CASE("a relative module directory is made absolute when it is set", "[modules]") {
+  sandbox s;
+  s.deploy("greeter_v1", "greeter.so");
+  char was[4096];
+  REQUIRE(::getcwd(was, sizeof was));
+  REQUIRE(::chdir("/tmp") == 0);
+  modules::set_module_dir(s.dir().substr(std::string("/tmp/").size()) + "/");
+  REQUIRE(::chdir(was) == 0);
+  CHECK(modules::module_dir() == s.dir());
+  auto r = modules::load("greeter.so");
+  INFO(r.message);
+  CHECK(r);
+}
+
 namespace {
 
 // Sets $HERD_TEST_CONSTRUCTOR_MARKER to a path in the sandbox for the
