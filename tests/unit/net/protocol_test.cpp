@@ -12,8 +12,12 @@
 #include "push_protocol_api.hpp"
 
 #include <herd/actors/introspect.hpp>
+#include <herd/actors/logger.hpp>
 #include <herd/net/protocol.hpp>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <map>
 #include <memory>
 #include <vector>
@@ -253,6 +257,10 @@ TEST_CASE("a code_change that throws leaves every live connection on the old ver
   int answered_v1 = 0, answered_after = 0, alive = 0;
   uint64_t failures = 0;
   std::string reason;
+  // The log line is the operator's news of it: logging is on for this test only.
+  const std::string log = box.dir() + "-switch.log";
+  herd::set_logging(true);
+  REQUIRE(herd::set_log_file(log));
   herd::test::run_node(node_opts(2), [&] {
     REQUIRE(herd::register_name(m::test_name, herd::self()));
     REQUIRE(herd::modules::load(v1));
@@ -284,6 +292,17 @@ TEST_CASE("a code_change that throws leaves every live connection on the old ver
     clients.clear();
     herd::unregister_name(m::test_name);
   });
+  herd::log_flush();
+  herd::set_logging(false);
+  herd::set_log_stderr();
+  std::ifstream in(log);
+  std::string line;
+  int logged = 0;
+  while (std::getline(in, line))
+    logged += line.find(" stays on push_protocol v1: switching failed: module push_protocol v2: code_change from v1 "
+                        "threw std::runtime_error") != std::string::npos;
+  ::unlink(log.c_str());
+  CHECK(logged == n);
   CHECK(answered_v1 == n);
   CHECK(answered_after == 2 * n);
   CHECK(alive == n);
