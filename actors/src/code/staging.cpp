@@ -179,8 +179,9 @@ std::string content_hash(std::string_view bytes) {
 
 namespace {
 
-// Seconds since the epoch at which process `pid` started; -1 if unknown.
-double process_start_time(pid_t pid) {
+// Process `pid`'s start, in clock ticks after boot (field 22 of
+// /proc/PID/stat: exact, and immune to wall-clock changes); -1 if unknown.
+long long start_ticks(pid_t pid) {
   std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
   if (!f) return -1;
   char buf[1024];
@@ -188,11 +189,42 @@ double process_start_time(pid_t pid) {
   std::fclose(f);
   buf[n] = '\0';
   const char* p = std::strrchr(buf, ')');  // the command may hold spaces and parentheses
-  if (!p) return -1;
-  // Field 22, starttime (clock ticks after boot); p is at the end of field 2.
   for (int field = 2; field < 22 && p; ++field) p = std::strchr(p + 1, ' ');
-  if (!p) return -1;
-  double ticks = std::strtod(p + 1, nullptr);
+  return p ? std::strtoll(p + 1, nullptr, 10) : -1;
+}
+
+std::string boot_id() {
+  std::string id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f)) id = buf;
+    std::fclose(f);
+  }
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+// What a staging directory's ".owner" file holds: which boot and which
+// process start made it, so that a pid reused after the node died (or after
+// a reboot, /tmp being on disk) is told from the node itself.
+std::string owner_record(pid_t pid) { return boot_id() + " " + std::to_string(start_ticks(pid)) + "\n"; }
+
+// Whether the node that made staging directory `dir_fd` (named for `pid`)
+// may still run. With its .owner record: the same boot and the same process
+// start. Without (made before records existed): alive, and started no later
+// than a minute after the directory last changed (seconds of wall-clock
+// drift since boot blur the comparison; a pid reused within that minute
+// keeps its leftovers: the safe side).
+bool maybe_alive(pid_t pid, int dir_fd, const struct timespec& mtime) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  int fd = ::openat(dir_fd, ".owner", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[128] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n > 0) return std::string_view(buf, static_cast<std::size_t>(n)) == owner_record(pid);
+  }
+  long long ticks = start_ticks(pid);
   double boot = -1;
   if (std::FILE* st = std::fopen("/proc/stat", "re")) {
     char line[256];
@@ -200,18 +232,9 @@ double process_start_time(pid_t pid) {
       if (std::strncmp(line, "btime ", 6) == 0) boot = std::strtod(line + 6, nullptr);
     std::fclose(st);
   }
-  if (boot < 0) return -1;
-  return boot + ticks / double(::sysconf(_SC_CLK_TCK));
-}
-
-// Whether the node that made a staging directory last changed at `mtime`
-// may still run as `pid`: alive, and started before the directory's last change
-// (a later start is another process that reuses the pid).
-bool maybe_alive(pid_t pid, const struct timespec& mtime) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
-  double start = process_start_time(pid);
-  // Unknown: keep it. 2 s for the boot time's whole seconds and the tick.
-  return start < 0 || start <= double(mtime.tv_sec) + 2;
+  if (ticks < 0 || boot < 0) return true;  // unknown: keep it
+  double start = boot + double(ticks) / double(::sysconf(_SC_CLK_TCK));
+  return start <= double(mtime.tv_sec) + 60;
 }
 
 // "herd-modules-<pid>-XXXXXX" (mkdtemp's six characters): the pid, else 0.
@@ -270,8 +293,11 @@ void remove_stale_staging_dirs(const std::string& parent) noexcept {
     struct stat st;
     if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISDIR(st.st_mode) || st.st_uid != me) continue;  // a symlink, a file, someone else's
-    if (maybe_alive(pid, st.st_mtim)) continue;
-    remove_stale(::dirfd(d), e->d_name);
+    int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    bool alive = maybe_alive(pid, fd, st.st_mtim);
+    ::close(fd);
+    if (!alive) remove_stale(::dirfd(d), e->d_name);
   }
   ::closedir(d);
 }
@@ -289,6 +315,13 @@ std::string staging_dir(std::string& error) {
     return {};
   }
   g_dir = tmpl;
+  // Who made it, for a later node's remove_stale_staging_dirs.
+  std::string owner = owner_record(::getpid());
+  int ofd = ::open((g_dir + "/.owner").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+  if (ofd >= 0) {
+    if (::write(ofd, owner.data(), owner.size()) != static_cast<ssize_t>(owner.size())) ::unlink((g_dir + "/.owner").c_str());
+    ::close(ofd);
+  }
   // At exit: what is still loaded stays mapped; its file name goes.
   std::atexit([] { remove_staging_dir(); });
   return g_dir;

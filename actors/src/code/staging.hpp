@@ -53,8 +53,9 @@ std::string staging_dir(std::string& error);
 // Blocking. Removes the staging directories in `parent` that nodes which
 // are gone left behind (killed before their atexit ran): named
 // herd-modules-<pid>-XXXXXX, a directory (not a symlink) owned by this
-// process's user, and <pid> not running, or running but started after the
-// directory last changed (the pid was reused). Their files are unlinked
+// process's user, and <pid> not running, or running but not the node that
+// made it (its .owner record — boot id and process start ticks — differs:
+// the pid was reused, or the machine rebooted). Their files are unlinked
 // without following links. staging_dir calls it once, before making ours.
 void remove_stale_staging_dirs(const std::string& parent) noexcept;
 

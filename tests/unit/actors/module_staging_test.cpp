@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 extern char** environ;
@@ -29,6 +31,32 @@ void make_dir_with_file(const std::string& dir) {
   int fd = ::open((dir + "/greeter.0123456789abcdef.so").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0500);
   REQUIRE(fd >= 0);
   ::close(fd);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string boot_id() {
+  std::string id = read_all("/proc/sys/kernel/random/boot_id");
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  return id;
+}
+
+// Field 22 of /proc/PID/stat: the process's start in ticks after boot.
+std::string start_ticks(pid_t pid) {
+  std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) rest >> field;
+  return field;
+}
+
+void write_owner(const std::string& dir, const std::string& record) {
+  std::ofstream(dir + "/.owner") << record;
 }
 
 pid_t spawn(const char* prog, const char* arg) {
@@ -61,6 +89,15 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
   const std::string target = parent + "/target";
   for (const auto& d : {of_dead, of_reused, ours, of_init, other_name, target}) make_dir_with_file(d);
   REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  // With the owner record a node writes: the pid's boot and start must match.
+  pid_t live = spawn("sleep", "600");
+  const std::string live_owned = parent + "/herd-modules-" + std::to_string(live) + "-Uv12Wx";
+  const std::string reused_owned = parent + "/herd-modules-" + std::to_string(reused) + "-Yz34Ab";
+  const std::string rebooted = parent + "/herd-modules-1-Cd56Ef";
+  for (const auto& d : {live_owned, reused_owned, rebooted}) make_dir_with_file(d);
+  write_owner(live_owned, boot_id() + " " + start_ticks(live) + "\n");
+  write_owner(reused_owned, boot_id() + " 1\n");  // `reused` started later than tick 1
+  write_owner(rebooted, "00000000-0000-0000-0000-000000000000 " + start_ticks(1) + "\n");
   // Changed an hour ago (before `reused` started); so did init's, and init is older still.
   struct timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
   REQUIRE(::utimensat(AT_FDCWD, of_reused.c_str(), hour_ago, 0) == 0);
@@ -74,6 +111,19 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
   CHECK(exists(other_name + "/greeter.0123456789abcdef.so"));
   CHECK(exists(link));                                          // the symlink is not followed...
   CHECK(exists(target + "/greeter.0123456789abcdef.so"));       // ...nor emptied through
+  CHECK(exists(live_owned + "/greeter.0123456789abcdef.so"));
+  CHECK_FALSE(exists(reused_owned));
+  CHECK_FALSE(exists(rebooted));
+
+  // A node's own staging directory carries its record (wherever this
+  // process made it: $TMPDIR may have been read by an earlier test).
+  std::string error;
+  std::string mine = herd::detail::staging::staging_dir(error);
+  INFO(error);
+  REQUIRE_FALSE(mine.empty());
+  CHECK(read_all(mine + "/.owner") == boot_id() + " " + start_ticks(::getpid()) + "\n");
+  ::kill(live, SIGKILL);
+  ::waitpid(live, nullptr, 0);
 
   ::kill(reused, SIGKILL);
   ::waitpid(reused, nullptr, 0);
