@@ -3,6 +3,10 @@
 // next node to stage a module removes those of dead nodes, and nothing else.
 #include "code/staging.hpp"
 
+#include <herd/actors/module.hpp>
+
+#include "module_sandbox.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -16,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 extern char** environ;
 
@@ -127,6 +132,47 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
 
   ::kill(reused, SIGKILL);
   ::waitpid(reused, nullptr, 0);
+  std::string cmd = "rm -rf '" + parent + "'";
+  CHECK(std::system(cmd.c_str()) == 0);
+}
+
+// Run only as the child of the next test (hidden: not registered with CTest).
+TEST_CASE("child: load a module in a fresh process", "[.][staging_child]") {
+  module_fixture::sandbox s;
+  auto r = herd::modules::load(s.deploy("greeter_v1", "greeter.so"));
+  INFO(r.message);
+  REQUIRE(r);
+}
+
+TEST_CASE("a node's first load removes the staging directory a dead node left in its TMPDIR", "[modules]") {
+  char t[] = "/tmp/herd-staging-run-XXXXXX";
+  REQUIRE(::mkdtemp(t));
+  const std::string parent = t;
+  pid_t dead = spawn("true", nullptr);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const std::string stale = parent + "/herd-modules-" + std::to_string(dead) + "-Gh78Ij";
+  make_dir_with_file(stale);
+
+  // A fresh process (its staging directory not yet made), with TMPDIR = parent.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::string_view(*e).rfind("TMPDIR=", 0) != 0) env.emplace_back(*e);
+  env.push_back("TMPDIR=" + parent);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char exe[] = "/proc/self/exe";
+  char name[] = "child: load a module in a fresh process";
+  char warn[] = "-w";
+  char no_tests[] = "NoTests";
+  char* argv[] = {exe, name, warn, no_tests, nullptr};
+  pid_t child = 0;
+  REQUIRE(::posix_spawn(&child, exe, nullptr, nullptr, argv, envp.data()) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(exists(stale));
   std::string cmd = "rm -rf '" + parent + "'";
   CHECK(std::system(cmd.c_str()) == 0);
 }
