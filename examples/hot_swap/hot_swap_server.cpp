@@ -1,7 +1,9 @@
 // hot_swap_server: connections served by a handler module that can be
 // replaced while they run. At start it loads the newest *.so in --module-dir
-// (by modification time); on SIGHUP it loads the newest again if that is a
-// file it has not loaded yet. New connections get the new version at once;
+// (by modification time); on SIGHUP it loads the newest again unless it is
+// the very file it loaded last: same name, inode, size, modification and
+// status-change times (a file overwritten in place keeps its name and inode
+// but not its ctime, so it is loaded again). New connections get the new version at once;
 // running ones switch at their next line when it lists theirs in
 // upgrade_from; the old version is unloaded when the last one has left it.
 //
@@ -27,6 +29,8 @@
 #include <herd/actors.hpp>
 #include <herd/net/protocol.hpp>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +43,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string g_loaded;  // the file last loaded (root process only)
+// Which file, as the file system sees it: an overwrite in place keeps the
+// name and inode and may keep size and mtime (cp -p), never the ctime.
+struct file_identity {
+  std::string path;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{}, ctime{};
+  bool operator==(const file_identity& o) const {
+    return path == o.path && dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+
+file_identity identity_of(const std::string& path) {
+  file_identity id;
+  id.path = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    id.size = st.st_size;
+    id.mtime = st.st_mtim;
+    id.ctime = st.st_ctim;
+  }
+  return id;
+}
+
+file_identity g_loaded;  // the file last loaded (root process only)
 std::string g_module;  // --module
 herd::modules::load_options g_load_options;  // --purge, --purge-timeout-ms
 
@@ -83,7 +115,9 @@ bool load_newest(bool at_start) {
     std::fprintf(stderr, "hot_swap_server: no *.so in %s\n", herd::modules::module_dir().c_str());
     return false;
   }
-  if (file == g_loaded) {
+  // Taken before the load: a change while it reads is seen at the next SIGHUP.
+  const file_identity id = identity_of(file);
+  if (id == g_loaded) {
     std::fprintf(stderr, "hot_swap_server: nothing newer than %s\n", file.c_str());
     return true;
   }
@@ -96,7 +130,7 @@ bool load_newest(bool at_start) {
                  hint ? " (hot_swap_server --purge kill does that)" : "");
     return !at_start;
   }
-  g_loaded = file;
+  g_loaded = id;
   std::printf("loaded %s %s from %s in %.1f ms\n", r.module.c_str(), r.version.c_str(), file.c_str(), ms);
   std::fflush(stdout);
   if (r.module != g_module) {

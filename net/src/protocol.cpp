@@ -17,9 +17,18 @@
 //
 // The handler_ref travels in the hibernate continuation, which is host code:
 // the module stays referenced by the handler alone.
+//
+// A switch that throws (export_state, the new factory or code_change) leaves
+// the connection on its version: upgrade() left the handler untouched, the
+// loop logs it and goes on, and the message in hand goes to the old handler.
+// The handler does not try that version again (handler_slot::refused); the
+// failures are counted on the version (modules::list, the observer). Ending
+// the connection instead lost every live connection of a node to one bad
+// code_change.
 #include <herd/net/protocol.hpp>
 
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 
@@ -36,7 +45,13 @@ enum class step {
 };
 
 void switch_if_outdated(handler& h) {
-  if (h.outdated()) herd::modules::upgrade(h);
+  if (!h.outdated()) return;
+  try {
+    herd::modules::upgrade(h);
+  } catch (const herd::module_error& e) {
+    herd::log_report("connection " + herd::process_label(herd::self()) + " stays on " + std::string(h.module()) +
+                     " " + std::string(h.version()) + ": switching failed: " + e.what());
+  }
 }
 
 step next_message(handler& h, tcp_socket& s, const protocol_options& o) {

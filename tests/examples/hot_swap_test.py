@@ -5,6 +5,7 @@
     hot_swap_test.py --failures SERVER HANDLER_V1
     hot_swap_test.py --options SERVER ECHO_SERVER ECHO_V1
     hot_swap_test.py --purge SERVER HANDLER_V1 HANDLER_V2
+    hot_swap_test.py --overwrite SERVER HANDLER_V1 HANDLER_V2
 
 1,000 connections each keep one line outstanding. After 2 s handler_v2.so is
 renamed into the module directory and the server gets SIGHUP. Checks: no
@@ -18,6 +19,9 @@ v1 runs (refused, v1 goes on answering).
 --options: --help lists the server's own options (exit code as echo_server
 --help's); a directory whose module is not the one connections run (no
 --module given) is refused at start (exit 1, saying which); bad --purge.
+--overwrite: the loaded file overwritten in place (same name and inode) is
+loaded again at SIGHUP (it used to say "nothing newer" and keep the old
+code); a SIGHUP with nothing changed says "nothing newer".
 --purge: a connection left on v2 by a downgrade to v1 holds v2 when v2 is
 deployed again: refused by default (the message names --purge kill), loaded
 with --purge kill, which ends that connection; new connections get the new v2.
@@ -249,6 +253,51 @@ def purge(server, v1, v2):
         shutil.rmtree(moddir, ignore_errors=True)
 
 
+def overwrite(server, v1, v2):
+    moddir = tempfile.mkdtemp(prefix="hot_swap_overwrite_")
+    p = None
+    try:
+        target = os.path.join(moddir, "line.so")
+        shutil.copy(v1, target)
+        os.chmod(target, 0o644)
+        p = subprocess.Popen([server, "--port", "0", "--bind", "127.0.0.1", "--module-dir", moddir],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        port = int(p.stdout.readline().strip().rsplit(":", 1)[1])
+        if first_answer_sync(port) != "v1 1 fresh\n":
+            fail("v1 did not answer")
+        ino = os.stat(target).st_ino
+        mtime = os.stat(target).st_mtime_ns
+        with open(v2, "rb") as src, open(target, "r+b") as dst:  # in place: same inode
+            dst.write(src.read())
+            dst.truncate()
+        os.utime(target, ns=(mtime, mtime))  # as cp -p would: the modification time alone says nothing
+        if os.stat(target).st_ino != ino:
+            fail("the overwrite made a new inode")
+        p.send_signal(signal.SIGHUP)
+        line = p.stdout.readline()
+        if not line.startswith("loaded line_handler v2"):
+            fail(f"the overwritten file was not loaded again: {line!r}")
+        if first_answer_sync(port) != "v2 1 fresh\n":
+            fail("a new connection is not served by the overwritten file's v2")
+        p.send_signal(signal.SIGHUP)  # nothing changed since
+        err = ""
+        while "nothing newer than " + target not in err:  # bounded by the test's timeout
+            line = p.stderr.readline()
+            if not line:
+                fail(f"an unchanged file was not recognised at SIGHUP: {err!r}")
+            err += line
+        p.send_signal(signal.SIGTERM)
+        if p.wait(timeout=15) != 0:
+            fail(f"exit code {p.returncode}")
+        print("PASS", flush=True)
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(moddir, ignore_errors=True)
+
+
 def first_answer_sync(port):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         f = s.makefile("rwb")
@@ -264,6 +313,8 @@ def main():
         return options(*sys.argv[2:5])
     if sys.argv[1] == "--purge":
         return purge(*sys.argv[2:5])
+    if sys.argv[1] == "--overwrite":
+        return overwrite(*sys.argv[2:5])
     server, v1, v2 = sys.argv[1:4]
     n_conns = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--connections" else 1000
     moddir = tempfile.mkdtemp(prefix="hot_swap_test_")  # 0700: the loader refuses others' dirs

@@ -106,6 +106,16 @@ void watch_handler(handler_slot& s) {
   if (superseded) herd::send(s.owner, modules::code_changed{s.v->name});
 }
 
+// A switch to `nv` failed: counted on nv (list() shows it) and remembered in
+// the slot so that this handler does not try nv again at every message.
+void note_switch_failure(handler_slot& s, module_version* nv, const std::string& what) {
+  s.refused = nv->serial;
+  registry& r = registry::get();
+  std::lock_guard<std::mutex> g(r.m);
+  ++nv->switch_failures;
+  nv->last_switch_failure = what;
+}
+
 bool upgrade_handler(handler_slot& s) {
   module_version* ov = s.v;
   if (!s.h || !s.superseded->load(std::memory_order_relaxed) || ov->never_switch) return false;
@@ -116,11 +126,21 @@ bool upgrade_handler(handler_slot& s) {
     std::lock_guard<std::mutex> g(r.m);
     auto it = r.table.find(ov->name);
     nv = it == r.table.end() ? nullptr : it->second.current;
-    if (!nv || nv == ov || nv->interface_id != ov->interface_id || !nv->upgrades_from(ov->version)) return false;
+    if (!nv || nv == ov || nv->serial == s.refused || nv->interface_id != ov->interface_id ||
+        !nv->upgrades_from(ov->version))
+      return false;
     module_retain(nv->anchor);
     if (me.valid()) nv->actors.add(me);
     if (s.watched) nv->watchers.add(me);
   }
+  // nv stays mapped while we hold its reference; the message is built
+  // before it is dropped.
+  auto fail = [&](std::string why) {
+    std::string what = "module " + nv->name + " " + nv->version + ": " + why;
+    note_switch_failure(s, nv, what);
+    unreserve(nv, me, s.watched);
+    throw module_error(what);
+  };
   std::string failure;
   std::string state;
   try {
@@ -128,11 +148,14 @@ bool upgrade_handler(handler_slot& s) {
   } catch (...) {
     failure = "export_state of " + ov->version + " threw " + code::module_exception_text();
   }
-  if (!failure.empty()) {
-    unreserve(nv, me, s.watched);
-    throw module_error("module " + ov->name + ": " + failure);
+  if (!failure.empty()) fail(std::move(failure));
+  handler* nh = nullptr;
+  try {
+    nh = nv->desc->create();
+  } catch (...) {
+    failure = "the factory threw " + code::module_exception_text();
   }
-  handler* nh = make(nv, me, "the factory", s.watched);
+  if (!failure.empty()) fail(std::move(failure));
   try {
     nh->code_change(ov->version, std::move(state));
   } catch (...) {
@@ -140,8 +163,7 @@ bool upgrade_handler(handler_slot& s) {
   }
   if (!failure.empty()) {
     delete nh;
-    unreserve(nv, me, s.watched);
-    throw module_error("module " + nv->name + " " + nv->version + ": " + failure);
+    fail(std::move(failure));
   }
   const bool watched = s.watched;
   destroy_handler(s);  // the old handler, then its reference

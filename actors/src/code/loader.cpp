@@ -2,6 +2,16 @@
 // `loading` (see registry.cpp for what happens next). Runs on the blocking
 // pool: file I/O, dlopen (the loader lock, relocation, static constructors)
 // and the factory probe must not hold a worker.
+//
+// dlopen runs code: the static constructors of the module and of every
+// library it needs (a sanitizer runtime's among them, which ends the process
+// when it is not the process's first library). So everything the file alone
+// can decide is decided before it: ELF type and machine, unloadability (GNU
+// unique symbols, thread_local destructors), the descriptor's presence, size
+// and ABI hash (read from the file: integers are final before relocation),
+// and sanitizer runtimes among DT_NEEDED that the node has not loaded. What
+// only dlopen can tell — missing libraries or symbols (RTLD_NOW fails before
+// any constructor runs), what constructors do, the factory — comes after.
 #include <herd/actors/module.hpp>
 
 #include "code/elf_check.hpp"
@@ -11,8 +21,10 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <exception>
+#include <utility>
 #include <typeinfo>
 
 namespace herd::detail::code {
@@ -22,6 +34,61 @@ using modules::load_errc;
 using modules::load_result;
 
 load_result err(load_errc c, std::string msg) { return staging::load_error(c, std::move(msg)); }
+
+// elf_check.cpp reads the descriptor's first fields from the file.
+static_assert(offsetof(module_descriptor, struct_size) == 0 && offsetof(module_descriptor, abi_hash) == 8 &&
+              offsetof(module_descriptor, abi_text) == 16);
+
+std::string abi_mismatch_text(const std::string& path, const char* text, uint64_t hash) {
+  return path + ": herd ABI mismatch: module built with \"" + std::string(text && *text ? text : "?") + "\" (hash " +
+         std::to_string(hash) + "), this node with \"" HERD_MODULE_ABI_TEXT "\" (hash " +
+         std::to_string(module_abi_hash) + ")";
+}
+
+// A sanitizer runtime must be the first library of the process (ASan checks
+// it in its constructor and ends the process: "ASan runtime does not come
+// first"); dlopen cannot bring one in. "" or which sanitizer.
+const char* sanitizer_runtime(const std::string& soname) {
+  static constexpr std::pair<const char*, const char*> runtimes[] = {
+      {"libasan.so", "AddressSanitizer"},           {"libhwasan.so", "HWAddressSanitizer"},
+      {"libtsan.so", "ThreadSanitizer"},            {"liblsan.so", "LeakSanitizer"},
+      {"libubsan.so", "UndefinedBehaviorSanitizer"}, {"libclang_rt.asan", "AddressSanitizer"},
+      {"libclang_rt.hwasan", "HWAddressSanitizer"}, {"libclang_rt.tsan", "ThreadSanitizer"},
+      {"libclang_rt.msan", "MemorySanitizer"},      {"libclang_rt.ubsan", "UndefinedBehaviorSanitizer"},
+  };
+  for (auto [prefix, what] : runtimes)
+    if (soname.rfind(prefix, 0) == 0) return what;
+  return "";
+}
+
+bool already_loaded(const std::string& soname) {
+  void* h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_NOLOAD);  // never loads
+  if (h) ::dlclose(h);
+  return h != nullptr;
+}
+
+// Every refusal that the file alone can decide, before dlopen runs any code
+// of the module or of its dependencies. "" or why (with `code` set).
+std::string refuse_before_dlopen(const std::string& path, const elf::inspection& ins, load_errc& code) {
+  if (!ins.has_descriptor) {
+    code = load_errc::missing_descriptor;
+    return path + ": no herd_module_descriptor_v1 (not built with HERD_MODULE / herd_add_module)";
+  }
+  if (ins.descriptor_size < sizeof(module_descriptor) || ins.abi_hash != module_abi_hash) {
+    code = load_errc::abi_mismatch;
+    return abi_mismatch_text(path, ins.abi_text.c_str(), ins.abi_hash);
+  }
+  for (const std::string& n : ins.needed) {
+    const char* san = sanitizer_runtime(n);
+    if (*san && !already_loaded(n)) {
+      code = load_errc::abi_mismatch;
+      return path + ": built with " + san + " (it needs " + n +
+             "), which this node was not started with: its runtime must be the process's first library, and "
+             "dlopen would end the node";
+    }
+  }
+  return {};
+}
 
 std::string describe_current_exception() {
   std::type_info* t = abi::__cxa_current_exception_type();
@@ -45,13 +112,15 @@ std::string describe_current_exception() {
 
 std::string module_exception_text() { return describe_current_exception(); }
 
-load_result prepare(const std::string& path, const std::string& dir, module_version*& out) {
+load_result prepare(const std::string& path, const std::string& dir, uint64_t max_size, module_version*& out) {
   staging::candidate c;
-  if (load_result r = staging::read_candidate(path, dir, c); !r) return r;
+  if (load_result r = staging::read_candidate(path, dir, max_size, c); !r) return r;
 
   elf::inspection ins = elf::inspect(c.bytes);
   if (!ins.ok)
     return err(ins.not_elf ? load_errc::not_a_shared_object : load_errc::unloadable, c.path + ": " + ins.why);
+  load_errc refusal = load_errc::ok;
+  if (std::string why = refuse_before_dlopen(c.path, ins, refusal); !why.empty()) return err(refusal, why);
 
   std::string serr;
   std::string sdir = staging::staging_dir(serr);
@@ -82,11 +151,9 @@ load_result prepare(const std::string& path, const std::string& dir, module_vers
     return err(load_errc::missing_descriptor,
                c.path + ": no herd_module_descriptor_v1 (not built with HERD_MODULE / herd_add_module)");
   }
+  // Checked in the file already; again here in case relocation changed it.
   if (d->struct_size < sizeof(module_descriptor) || d->abi_hash != module_abi_hash) {
-    std::string msg = c.path + ": herd ABI mismatch: module built with \"" +
-                      std::string(d->abi_text ? d->abi_text : "?") + "\" (hash " + std::to_string(d->abi_hash) +
-                      "), this node with \"" HERD_MODULE_ABI_TEXT "\" (hash " + std::to_string(module_abi_hash) +
-                      ")";
+    std::string msg = abi_mismatch_text(c.path, d->abi_text, d->abi_hash);
     close_now();
     return err(load_errc::abi_mismatch, msg);
   }

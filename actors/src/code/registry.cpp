@@ -76,6 +76,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 namespace herd::detail {
 
@@ -102,6 +104,7 @@ module_version* registry::add_loading(const std::string& path, const std::string
   auto v = std::make_unique<module_version>();
   v->path = path;
   std::lock_guard<std::mutex> g(m);
+  v->serial = ++next_serial_;
   // dlopen of a path already loaded returns that copy: never reuse the name
   // of a live version (current, old, or queued for dlclose).
   std::string name = stem + "." + hash + ".so";
@@ -283,6 +286,15 @@ namespace herd::modules {
 using detail::code::registry;
 
 void set_module_dir(std::string dir) {
+  // Absolute now, against today's working directory: load resolves relative
+  // paths against it, and a path built from module_dir() must not change
+  // meaning if the working directory does.
+  if (!dir.empty() && dir[0] != '/') {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = abs.lexically_normal().string();
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  }
   registry& r = registry::get();
   std::lock_guard<std::mutex> g(r.m);
   r.module_dir = std::move(dir);
@@ -303,7 +315,7 @@ load_result load(const std::string& path, const load_options& o) {
     }
   } p;
   std::string dir = module_dir();
-  load_result r = herd::blocking([&] { return detail::code::prepare(path, dir, p.v); });
+  load_result r = herd::blocking([&] { return detail::code::prepare(path, dir, o.max_file_size, p.v); });
   if (!r) return r;
   detail::module_version* v = std::exchange(p.v, nullptr);
   return detail::code::commit(v, v->name, o);
@@ -326,6 +338,8 @@ std::vector<version_info> list() {
     i.never_switch = v->never_switch;
     i.refs = v->anchor ? v->anchor->refs.load(std::memory_order_relaxed) : 0;
     i.actors = v->actors.entries();
+    i.switch_failures = v->switch_failures;
+    i.last_switch_failure = v->last_switch_failure;
     out.push_back(std::move(i));
   }
   return out;

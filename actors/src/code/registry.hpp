@@ -54,13 +54,15 @@ class registry {
   std::condition_variable cv_;
   std::deque<module_version*> doomed_;  // under m
   bool reaper_started_ = false;         // under m
+  uint64_t next_serial_ = 0;            // under m
 };
 
 // Load steps (loader.cpp). prepare runs on the blocking pool: read, check,
 // stage, dlopen, check the descriptor and ABI, probe the factory. On success
 // `out` is a version in state `loading` holding one reference (the loader's,
 // which becomes the registry's "current" reference at commit).
-modules::load_result prepare(const std::string& path, const std::string& dir, module_version*& out);
+modules::load_result prepare(const std::string& path, const std::string& dir, uint64_t max_size,
+                             module_version*& out);
 
 // Inside a catch block: the current exception as "type: what", copied (so
 // nothing of it points into module code once the block ends). loader.cpp.

@@ -70,6 +70,7 @@ struct module_version {
   void* dl = nullptr;
   const module_descriptor* desc = nullptr;
   module_anchor* anchor = nullptr;  // in the module: the reference count
+  uint64_t serial = 0;              // unique per load in this process (handler_slot::refused)
 
   // Set (relaxed) when the version stops being current; read (relaxed) by
   // handler_ref::outdated at message boundaries. A late read only delays a
@@ -80,6 +81,8 @@ struct module_version {
   version_state state = version_state::loading;
   pid_multiset actors;    // one entry per live handler made in a process
   pid_multiset watchers;  // one entry per watched live handler (code_changed)
+  uint64_t switch_failures = 0;     // upgrades to this version that threw
+  std::string last_switch_failure;  // the last one's module_error text
 
   bool upgrades_from(std::string_view v) const {
     for (const auto& u : upgrade_from)

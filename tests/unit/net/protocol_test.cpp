@@ -12,8 +12,12 @@
 #include "push_protocol_api.hpp"
 
 #include <herd/actors/introspect.hpp>
+#include <herd/actors/logger.hpp>
 #include <herd/net/protocol.hpp>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <map>
 #include <memory>
 #include <vector>
@@ -238,4 +242,72 @@ TEST_CASE("a module that started and stopped a listener can be unloaded before t
   CHECK(r.is_normal());
   CHECK(ran == "");
   CHECK(unmapped);
+}
+
+// Before the fix the module_error of a throwing code_change ended each
+// connection at its switch: a load of such a version closed every live
+// connection, and the line that triggered a switch was lost.
+TEST_CASE("a code_change that throws leaves every live connection on the old version, still served, and is "
+          "counted on the new version",
+          "[net][protocol][hot_swap]") {
+  sandbox box;
+  std::string v1 = box.deploy("push_v1", "push_v1.so");
+  std::string v2 = box.deploy("push_v2_throws", "push_v2_throws.so");
+  const int n = static_cast<int>(herd::test::scaled(20, 8));
+  int answered_v1 = 0, answered_after = 0, alive = 0;
+  uint64_t failures = 0;
+  std::string reason;
+  // The log line is the operator's news of it: logging is on for this test only.
+  const std::string log = box.dir() + "-switch.log";
+  herd::set_logging(true);
+  REQUIRE(herd::set_log_file(log));
+  herd::test::run_node(node_opts(2), [&] {
+    REQUIRE(herd::register_name(m::test_name, herd::self()));
+    REQUIRE(herd::modules::load(v1));
+    listener_guard g{"push_throwing_switch"};
+    auto l = herd::net::start_listener(g.name, {.bind = "127.0.0.1"}, herd::net::module_protocol("push_protocol"));
+    REQUIRE(l);
+    std::vector<std::unique_ptr<raw_client>> clients;
+    std::vector<herd::pid> conns;
+    for (int i = 0; i < n; ++i) {
+      auto [c, conn] = open_connection(l->port);
+      REQUIRE(conn.valid());
+      answered_v1 += ask(*c, "line\n", 5) == "v1 1\n";
+      clients.push_back(std::move(c));
+      conns.push_back(conn);
+    }
+    REQUIRE(herd::modules::load(v2));  // the load itself succeeds: only switches fail
+    // Half switch on the code-change notice while idle, half (probably) on
+    // the line sent right away: both must keep the old version and the line.
+    for (auto& c : clients) answered_after += ask(*c, "line\n", 5) == "v1 2\n";
+    REQUIRE(herd::test::eventually(
+        [&] { return module_fixture::info("push_protocol", "v2").switch_failures == uint64_t(n); }, 20s));
+    auto info = module_fixture::info("push_protocol", "v2");
+    failures = info.switch_failures;
+    reason = info.last_switch_failure;
+    // Not tried again at the next message: the count stays at one per connection.
+    for (auto& c : clients) answered_after += ask(*c, "line\n", 5) == "v1 3\n";
+    failures = module_fixture::info("push_protocol", "v2").switch_failures;
+    for (herd::pid p : conns) alive += state_of(p) != herd::introspect::status::exiting;
+    clients.clear();
+    herd::unregister_name(m::test_name);
+  });
+  herd::log_flush();
+  herd::set_logging(false);
+  herd::set_log_stderr();
+  std::ifstream in(log);
+  std::string line;
+  int logged = 0;
+  while (std::getline(in, line))
+    logged += line.find(" stays on push_protocol v1: switching failed: module push_protocol v2: code_change from v1 "
+                        "threw std::runtime_error") != std::string::npos;
+  ::unlink(log.c_str());
+  CHECK(logged == n);
+  CHECK(answered_v1 == n);
+  CHECK(answered_after == 2 * n);
+  CHECK(alive == n);
+  CHECK(failures == uint64_t(n));
+  INFO(reason);
+  CHECK(reason.find("code_change from v1 threw std::runtime_error: push_v2_throws cannot take state 1") !=
+        std::string::npos);
 }

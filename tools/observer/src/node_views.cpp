@@ -56,6 +56,7 @@ json modules_view() {
   std::map<std::string, pair_t> by_name;
   for (auto& v : modules::list()) {
     json j = {{"version", v.version}, {"path", v.path}, {"actors", v.actors.size()}};
+    if (v.switch_failures) j["switch_failures"] = {{"count", v.switch_failures}, {"last", v.last_switch_failure}};
     auto& p = by_name[v.name];
     if (v.state == "current") p.current = std::move(j);
     else if (v.state == "old") p.old = std::move(j);

@@ -71,6 +71,7 @@ enum class load_errc {
   old_version_in_use,   // soft purge refused
   purge_timeout,        // killed the old version's actors, something still holds it
   no_such_module,       // unload of a name never loaded
+  too_large,            // bigger than load_options::max_file_size (refused before it is read)
 };
 
 struct load_result {
@@ -91,6 +92,9 @@ struct load_options {
   // With purge_mode::kill: how long to wait for the old version's references
   // (its actors' handlers, its messages) to go after the kill.
   std::chrono::milliseconds purge_timeout{5000};
+  // A bigger file is refused before it is read (it is read into memory once,
+  // for the checks and the staged copy). Handler modules are a few MiB.
+  uint64_t max_file_size = uint64_t(256) << 20;
 };
 
 // Any thread. The only directory modules are loaded from (made absolute;
@@ -100,8 +104,9 @@ std::string module_dir();
 
 // From a process (runs the file work and dlopen on the blocking pool; a
 // purge waits in the process). From a foreign thread it runs inline. `path`
-// is a file in the module directory, or a bare file name in it. One handler
-// is made and destroyed as a check of the factory.
+// is a file directly in the module directory: absolute, or relative to the
+// module directory (never to the working directory). One handler is made and
+// destroyed as a check of the factory.
 load_result load(const std::string& path, const load_options& o = {});
 
 // From a process. Makes `name`'s current version old (no new handlers; the
@@ -119,6 +124,10 @@ struct version_info {
   bool never_switch = false;
   int64_t refs = 0;         // everything keeping it loaded (being current counts 1)
   std::vector<pid> actors;  // processes holding handlers of it
+  // Handlers that failed to switch to this version (export_state, the
+  // factory or code_change threw) and stayed on theirs; the last reason.
+  uint64_t switch_failures = 0;
+  std::string last_switch_failure;
 };
 
 // Any thread. Every version still loaded (or being loaded/unloaded).
@@ -141,6 +150,7 @@ struct handler_slot {
   const std::atomic<bool>* superseded = nullptr;  // the version's flag
   pid owner{};
   bool watched = false;  // owner gets modules::code_changed (handler_ref::watch)
+  uint64_t refused = 0;  // serial of the version a switch to failed: not tried again
 };
 handler_slot create_handler(std::string_view name, uint64_t interface_id, std::string_view interface_name);
 void destroy_handler(handler_slot& s) noexcept;
@@ -216,8 +226,11 @@ handler_ref<I> create(std::string_view name) {
 // (and h's version is not never_switch): h's export_state(), a new handler,
 // its code_change(from, state), then the old handler is destroyed; returns
 // true. Otherwise false and h is untouched. If export_state, the factory or
-// code_change throws, h is untouched and module_error is thrown (let it end
-// the actor, as the issue asks; the others go on).
+// code_change throws, h is untouched, module_error is thrown, the failure is
+// counted on the new version (version_info::switch_failures) and h does not
+// try that version again (a later upgrade returns false until yet another
+// version is loaded). The caller chooses: let it end the actor, or catch it
+// and go on with the old version — net::module_protocol does that.
 template <class I>
 bool upgrade(handler_ref<I>& h) {
   return detail::upgrade_handler(h.slot());

@@ -51,8 +51,10 @@ class handler {
 
   // Called on a freshly made handler of the new version instead of a fresh
   // start: `from_version` is the old one's version string, `state` what its
-  // export_state returned. An exception ends the switch (the actor exits with
-  // it; see modules::upgrade). Default: ignore the state.
+  // export_state returned. An exception ends the switch: the old handler
+  // stays, and modules::upgrade throws module_error (a net::module_protocol
+  // connection logs it and goes on with the old version). Default: ignore
+  // the state.
   virtual void code_change(std::string_view from_version, std::string state) {
     (void)from_version;
     (void)state;
