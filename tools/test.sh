@@ -31,7 +31,7 @@ build() {  # dir, extra cmake args... [-- targets...]
 # the supervisors.
 stage "clang thread-safety analysis"
 cmake -S . -B build-tsa -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=Debug -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=OFF \
+  -DCMAKE_BUILD_TYPE=None -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=OFF \
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta" >/dev/null
 cmake --build build-tsa -j "$jobs" --target herd_runtime herd_actors herd_supervisors
 stage_done "clang thread-safety analysis"
