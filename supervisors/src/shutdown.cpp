@@ -51,7 +51,7 @@ std::optional<exit_reason> wait_down(monitor_ref m, milliseconds t) {
   return r;
 }
 
-milliseconds first_report_wait(const state& s) { return std::max(s.fl.kill_report_after, milliseconds(1)); }
+milliseconds first_report_wait(const state& s) { return std::max<milliseconds>(s.fl.kill_report_after, milliseconds(1)); }
 
 exit_reason wait_after_kill(state& s, const child& c, monitor_ref m) {
   const uint64_t t0 = rt::now_ms();

@@ -550,3 +550,32 @@ TEST_CASE("start_server from a thread outside any process returns at once - the 
   CHECK(herd::node::live_messages() == before);
   CHECK(got == 42);
 }
+
+namespace server_test_msgs {
+// gen_server's {reply, ok, State} habit: handle_call returns void.
+struct setter : herd::server<setter> {
+  using calls = herd::types<put, get>;
+  void handle_call(const put& p) { n = p.v; }
+  int handle_call(get) { return n; }
+  int n = 0;
+};
+}  // namespace server_test_msgs
+
+TEST_CASE("a handle_call that returns void replies herd::ok when it returns - typed and plain calls get it",
+          "[server]") {
+  int after_typed = 0, after_plain = 0;
+  bool typed_is_ok = false;
+  auto r = run_node(herd::test::opts(2), [&] {
+    auto s = herd::start_server<setter>();
+    auto k = s.call(put{7});
+    typed_is_ok = std::is_same_v<decltype(k), herd::ok>;  // the reply type server_ref::call gives
+    after_typed = s.call(get{});
+    (void)herd::call<herd::ok>(s, put{9});
+    after_plain = s.call(get{});
+    herd::stop_server(s);
+  });
+  CHECK(r.is_normal());
+  CHECK(typed_is_ok);
+  CHECK(after_typed == 7);
+  CHECK(after_plain == 9);
+}

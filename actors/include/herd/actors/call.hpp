@@ -14,6 +14,9 @@
 // The monitor rides on the request and is dropped by the reply: a call costs
 // two messages.
 //
+// A request, a cast or a reply that is a C string travels as std::string, as
+// with send.
+//
 // A server may answer later: keep `from` and call reply(from, value) when
 // ready, from any process (gen_server's deferred reply).
 //
@@ -40,6 +43,10 @@
 #include <utility>
 
 namespace herd {
+
+// An empty reply, for calls that only need to know they were done (what a
+// herd::server's handle_call that returns void or herd::ok replies).
+struct ok {};
 
 // Where a reply goes.
 struct from {
@@ -105,8 +112,11 @@ bool unwinding_for_exit() noexcept;
 // only wait out its timeout).
 template <class R, class Req>
 R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
-  static_assert(!std::is_void_v<R>, "herd::call: reply with a value (an empty struct will do)");
-  using Q = call_request<std::decay_t<Req>>;
+  static_assert(!std::is_void_v<R>,
+                "herd::call: ask for herd::ok — what a handle_call that returns void or herd::ok replies — or "
+                "for the reply's type");
+  static_assert(!detail::is_c_string<R>, "herd::call: a C string reply travels as std::string: ask for call<std::string>");
+  using Q = call_request<detail::message_type_t<Req>>;
   detail::call_state st = detail::begin_call(server, detail::make_message<Q>(Q{from{}, std::forward<Req>(req)}));
   if (!st.sent) detail::throw_call_error(call_error::noproc, st, exit_reason::noproc(), timeout);
   std::optional<R> result;
@@ -149,20 +159,20 @@ R call(std::string_view name, Req&& req, std::chrono::milliseconds timeout = std
 // Any process or thread. False if the caller is gone (the reply is dropped).
 template <class R>
 bool reply(const from& f, R&& value) {
-  using E = reply_envelope<std::decay_t<R>>;
+  using E = reply_envelope<detail::message_type_t<R>>;
   return detail::reply_impl(f, detail::make_message<E>(E{f.ref, false, std::forward<R>(value)}));
 }
 
 // Any process or thread: a request with no reply.
 template <class Msg>
 void cast(pid server, Msg&& msg) {
-  send(server, cast_request<std::decay_t<Msg>>{std::forward<Msg>(msg)});
+  send(server, cast_request<detail::message_type_t<Msg>>{std::forward<Msg>(msg)});
 }
 // By registered name. False (noproc: the message is dropped) when nothing is
 // registered under it; OTP's cast ignores that, herd lets you decide.
 template <class Msg>
 bool cast(std::string_view name, Msg&& msg) {
-  return send(name, cast_request<std::decay_t<Msg>>{std::forward<Msg>(msg)});
+  return send(name, cast_request<detail::message_type_t<Msg>>{std::forward<Msg>(msg)});
 }
 
 }  // namespace herd

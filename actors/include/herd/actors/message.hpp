@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -41,6 +42,16 @@ constexpr std::string_view type_name() noexcept {
 
 template <class T>
 inline constexpr uint64_t type_id = fnv1a(type_name<std::remove_cvref_t<T>>());
+
+// What a value passed to send (and send_after, cast, call, reply) travels
+// as: its decayed type, except that a C string (a literal, a char array, a
+// char*) travels as std::string — a `const char*` message would match no
+// `const std::string&` handler and sit in the mailbox, and would point into
+// the sender's memory besides.
+template <class T>
+inline constexpr bool is_c_string = std::is_same_v<std::decay_t<T>, const char*> || std::is_same_v<std::decay_t<T>, char*>;
+template <class T>
+using message_type_t = std::conditional_t<is_c_string<T>, std::string, std::decay_t<T>>;
 
 struct message_ops {
   void (*destroy)(void* payload) noexcept;

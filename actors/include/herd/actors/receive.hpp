@@ -10,7 +10,9 @@
 //       herd::after(5s, [] { ... }));                      // timeout (last)
 //
 // A handler's parameter decides the message type (by value, T&, const T& or
-// T&&; a value is moved out). receive returns what the handlers return (they
+// T&&; a value is moved out). A generic lambda (`[](auto x)`) decides none
+// and does not compile: take `const herd::any_message&` for every message. A
+// string literal sent arrives as std::string. receive returns what the handlers return (they
 // must agree), or void.
 //
 // From a process only. receive is a blocking point: an exit signal that
@@ -90,20 +92,36 @@ struct receive_mark {
 
 namespace detail {
 
+// What a handler takes and returns. `concrete`: it takes exactly one
+// parameter of a named type. A generic lambda (`[](auto x)`), a callable
+// with overloads or with several parameters is not: receive cannot tell
+// which messages it takes (receive_impl says so at compile time).
+template <class F, class = void>
+struct fn_traits {
+  using arg = any_message;  // unused: receive_impl's static_assert fails first
+  using result = void;
+  static constexpr bool concrete = false;
+};
 template <class F>
-struct fn_traits : fn_traits<decltype(&F::operator())> {};
-template <class C, class R, class A>
-struct fn_traits<R (C::*)(A) const> { using arg = A; using result = R; };
-template <class C, class R, class A>
-struct fn_traits<R (C::*)(A)> { using arg = A; using result = R; };
-template <class C, class R, class A>
-struct fn_traits<R (C::*)(A) const noexcept> { using arg = A; using result = R; };
-template <class C, class R, class A>
-struct fn_traits<R (C::*)(A) noexcept> { using arg = A; using result = R; };
+struct fn_traits<F, std::void_t<decltype(&F::operator())>> : fn_traits<decltype(&F::operator())> {};
 template <class R, class A>
-struct fn_traits<R (*)(A)> { using arg = A; using result = R; };
+struct fn_traits_of {
+  using arg = A;
+  using result = R;
+  static constexpr bool concrete = true;
+};
+template <class C, class R, class A>
+struct fn_traits<R (C::*)(A) const> : fn_traits_of<R, A> {};
+template <class C, class R, class A>
+struct fn_traits<R (C::*)(A)> : fn_traits_of<R, A> {};
+template <class C, class R, class A>
+struct fn_traits<R (C::*)(A) const noexcept> : fn_traits_of<R, A> {};
+template <class C, class R, class A>
+struct fn_traits<R (C::*)(A) noexcept> : fn_traits_of<R, A> {};
 template <class R, class A>
-struct fn_traits<R (*)(A) noexcept> { using arg = A; using result = R; };
+struct fn_traits<R (*)(A)> : fn_traits_of<R, A> {};
+template <class R, class A>
+struct fn_traits<R (*)(A) noexcept> : fn_traits_of<R, A> {};
 
 template <class H>
 struct handler_traits : fn_traits<std::decay_t<H>> {
@@ -219,6 +237,15 @@ struct receive_result<Tuple, std::index_sequence<I...>, true> {
                                       std::invoke_result_t<decltype(std::declval<after_t&>().fn)&>>::type;
 };
 
+template <class Tuple, std::size_t... I>
+constexpr bool all_concrete(std::index_sequence<I...>) {
+  return (handler_traits<std::tuple_element_t<I, Tuple>>::concrete && ...);
+}
+template <class Tuple, std::size_t... I>
+constexpr bool none_takes_c_string(std::index_sequence<I...>) {
+  return (!is_c_string<handler_arg_t<std::tuple_element_t<I, Tuple>>> && ...);
+}
+
 template <bool FromMark, class... Hs>
 auto receive_impl(Hs&&... hs) {
   constexpr std::size_t n = sizeof...(Hs);
@@ -226,6 +253,12 @@ auto receive_impl(Hs&&... hs) {
   constexpr bool has_after = n > 0 && is_after<std::decay_t<std::tuple_element_t<n - 1, Tuple>>>::value;
   constexpr std::size_t nh = has_after ? n - 1 : n;
   using Seq = std::make_index_sequence<nh>;
+  static_assert(all_concrete<std::tuple<std::decay_t<Hs>...>>(Seq{}),
+                "herd::receive: a handler takes one parameter of a named type (const T&, T&& or T): that type is "
+                "which messages it takes, and a generic lambda ([](auto x)) names none. To take every message, "
+                "write [](const herd::any_message& m) and ask m.get<T>(); after(timeout, fn) goes last");
+  static_assert(none_takes_c_string<std::tuple<std::decay_t<Hs>...>>(Seq{}),
+                "herd::receive: a C string (send(p, \"hello\")) arrives as std::string: take const std::string&");
   using R = typename receive_result<std::tuple<std::decay_t<Hs>...>, Seq, has_after>::type;
   Tuple all(hs...);
   uint64_t deadline = UINT64_MAX;

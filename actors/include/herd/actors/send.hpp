@@ -19,17 +19,18 @@ bool deliver(pid to, message* m) noexcept;
 bool deliver(std::string_view name, message* m) noexcept;
 }  // namespace detail
 
-// Any thread.
+// Any thread. The message's type is the value's decayed type; a C string
+// (`send(p, "hello")`) travels as std::string.
 template <class T>
 void send(pid to, T&& value) {
-  detail::deliver(to, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+  detail::deliver(to, detail::make_message<detail::message_type_t<T>>(std::forward<T>(value)));
 }
 
 // Any thread. False if no process is registered under `name` (Erlang raises
 // badarg there; herd lets you decide).
 template <class T>
 bool send(std::string_view name, T&& value) {
-  return detail::deliver(name, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+  return detail::deliver(name, detail::make_message<detail::message_type_t<T>>(std::forward<T>(value)));
 }
 
 // Constructs the message in place.

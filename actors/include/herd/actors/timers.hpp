@@ -22,10 +22,11 @@ timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m);
 timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name, message* m);
 }
 
-// Any thread with a running node.
+// Any thread with a running node. As with send, a C string travels as
+// std::string.
 template <class T>
 timer_ref send_after(std::chrono::milliseconds delay, pid to, T&& value) {
-  return detail::send_after_impl(delay, to, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+  return detail::send_after_impl(delay, to, detail::make_message<detail::message_type_t<T>>(std::forward<T>(value)));
 }
 
 // By registered name, as OTP's erlang:send_after(Time, Name, Msg): the name
@@ -33,7 +34,7 @@ timer_ref send_after(std::chrono::milliseconds delay, pid to, T&& value) {
 // registered under it then (OTP gives no error either).
 template <class T>
 timer_ref send_after(std::chrono::milliseconds delay, std::string_view name, T&& value) {
-  return detail::send_after_impl(delay, name, detail::make_message<std::decay_t<T>>(std::forward<T>(value)));
+  return detail::send_after_impl(delay, name, detail::make_message<detail::message_type_t<T>>(std::forward<T>(value)));
 }
 
 // Any thread. True if the timer had not fired yet and now never will.

@@ -65,6 +65,15 @@ class shutdown_spec {
     if (ms_ >= herd::infinity) kind_ = wait_forever;
   }
 
+  // A bare number has no unit: refused at compile time.
+  template <class N>
+    requires std::is_arithmetic_v<N>
+  shutdown_spec(N) {
+    static_assert(!std::is_arithmetic_v<N>,
+                  "herd::supervisor: a shutdown is a std::chrono duration (using namespace std::chrono_literals; "
+                  ".shutdown = 5s), herd::supervisor::brutal_kill or herd::infinity - not a bare number");
+  }
+
   constexpr kind_t kind() const noexcept { return kind_; }
   constexpr std::chrono::milliseconds timeout_ms() const noexcept { return ms_; }
   // by_type resolved: what a child of type t gets.
