@@ -8,6 +8,14 @@
 //                  with priority::high (accepting must keep pace on a busy node).
 // conns_sup is a worker child with shutdown infinity: it bounds its own stop
 // (connection_shutdown per connection, then kill).
+//
+// The acceptors' start functions carry the listener's accept-side reference
+// (see start_listener_sup in listener_sup.hpp): listener_sup holds them in
+// its spec of acceptors_sup, acceptors_sup in its own, and each acceptor its
+// copy. When the tree ends however it ends — stopped, killed, or giving up
+// past its restart intensity — the last of these lets go once no acceptor
+// can call accept() any more, and the socket closes with it: a dead
+// listener never leaves a port that completes handshakes nobody takes.
 #include "listener_sup.hpp"
 
 #include <herd/supervisors/supervisor.hpp>
@@ -16,11 +24,14 @@ namespace herd::net::detail {
 
 namespace sup = herd::supervisor;
 
-sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
+sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l, const std::shared_ptr<void>& accept_side) {
   std::vector<sup::child_spec> acceptors;
   for (unsigned i = 0; i < l->opts.acceptors; ++i) {
     acceptors.push_back({.id = "acceptor_" + std::to_string(i),
-                         .start = [l] { acceptor_main(l); },
+                         .start = [l, accept_side] {
+                           (void)accept_side;  // held for the process's life
+                           acceptor_main(l);
+                         },
                          .restart = sup::permanent,
                          .shutdown = sup::brutal_kill,
                          // Named as Ranch's acceptors are shown: <listener>_acceptor_<n>.
@@ -33,7 +44,7 @@ sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
                               std::move(acceptors));
 }
 
-result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
+result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l, std::shared_ptr<void> accept_side) {
   std::vector<sup::child_spec> children;
   children.push_back({.id = "conns_sup",
                       .start = [l] { conns_sup_main(l); },
@@ -41,7 +52,8 @@ result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
                       .shutdown = herd::infinity,
                       .kind = process_kind::supervisor,
                       .initial_call = "herd::net conns_sup"});
-  children.push_back(acceptors_sup_spec(l));
+  children.push_back(acceptors_sup_spec(l, accept_side));
+  accept_side.reset();  // the specs hold it now
   sup::flags f{.strategy = sup::rest_for_one, .intensity = 10, .period = std::chrono::seconds(10), .name = l->name};
   auto r = sup::start_link(std::move(f), std::move(children));
   if (!r) {
