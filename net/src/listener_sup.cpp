@@ -18,24 +18,49 @@
 // listener never leaves a port that completes handshakes nobody takes.
 #include "listener_sup.hpp"
 
+#include <herd/actors/links.hpp>
+#include <herd/actors/logger.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/registry.hpp>
 #include <herd/supervisors/supervisor.hpp>
 
 namespace herd::net::detail {
 
 namespace sup = herd::supervisor;
 
+// An acceptor names itself <listener>_acceptor_<n> (as Ranch's are shown).
+// Not through the child spec's registered_name: when acceptors_sup is killed,
+// its acceptors end by the link signal at their next scheduling, and the
+// restarted acceptors_sup may start their successors before that — a name
+// still taken made the start fail, each failure counted as a restart, and
+// one kill burned listener_sup's whole restart intensity in a millisecond,
+// ending the listener. So a successor waits for the holder to end (a few
+// seconds at most; then it runs unnamed, and says so).
+void take_name(const std::string& name) {
+  for (int waits = 0; waits < 5; ++waits) {
+    if (herd::register_name(name, herd::self())) return;
+    auto holder = herd::whereis(name);
+    if (!holder) continue;  // freed meanwhile: try again
+    const monitor_ref m = herd::monitor(*holder);
+    herd::receive(herd::when([m](const down& d) { return d.ref == m; }, [](const down&) {}),
+                  herd::after(std::chrono::seconds(1), [m] { herd::demonitor(m); }));
+  }
+  if (!herd::register_name(name, herd::self()))
+    herd::log_report("listener acceptor: the name " + name + " is still taken after 5 s; running unnamed");
+}
+
 sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l, const std::shared_ptr<void>& accept_side) {
   std::vector<sup::child_spec> acceptors;
   for (unsigned i = 0; i < l->opts.acceptors; ++i) {
     acceptors.push_back({.id = "acceptor_" + std::to_string(i),
-                         .start = [l, accept_side] {
+                         .start = [l, accept_side, name = l->name + "_acceptor_" + std::to_string(i)] {
                            (void)accept_side;  // held for the process's life
+                           take_name(name);
                            acceptor_main(l);
                          },
                          .restart = sup::permanent,
                          .shutdown = sup::brutal_kill,
-                         // Named as Ranch's acceptors are shown: <listener>_acceptor_<n>.
-                         .registered_name = l->name + "_acceptor_" + std::to_string(i),
                          .prio = priority::high,
                          .kind = process_kind::acceptor,
                          .initial_call = "herd::net acceptor"});
