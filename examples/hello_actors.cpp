@@ -6,7 +6,11 @@ using namespace std::chrono_literals;
 struct ping { herd::pid from; int n; };
 struct pong { int n; };
 
-int main() {
+int main(int argc, char**) {
+  if (argc > 1) {  // not in the README: an argument it would ignore is refused
+    std::fputs("usage: hello_actors (it takes no arguments)\n", stderr);
+    return 2;
+  }
   herd::node node({.workers = 2});
   herd::exit_reason why = node.run([] {
     herd::pid echo = herd::spawn([] {

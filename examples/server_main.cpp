@@ -2,6 +2,7 @@
 #include "server_main.hpp"
 
 #include <herd/actors.hpp>
+#include <herd/actors/links.hpp>
 #include <herd/observer/observer.hpp>
 
 #include <pthread.h>
@@ -96,10 +97,14 @@ void check_fd_limit(const char* prog, const server_options& o, std::size_t max_a
 std::optional<std::string> try_parse_server_options(int argc, char** argv, server_options& o,
                                                     const std::vector<std::string_view>& not_here) try {
   o = server_options{};
+  std::vector<std::string_view> seen;  // an option given twice is refused, not silently overridden
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (std::find(not_here.begin(), not_here.end(), a) != not_here.end())
       throw option_error{"'" + std::string(a) + "' is not an option of this server"};
+    if (a.starts_with("--") && std::find(seen.begin(), seen.end(), a) != seen.end())
+      throw option_error{std::string(a) + " is given more than once"};
+    seen.push_back(a);
     auto value = [&]() -> std::string_view {
       if (i + 1 >= argc) throw option_error{std::string(a) + " needs a value"};
       return argv[++i];
@@ -108,6 +113,7 @@ std::optional<std::string> try_parse_server_options(int argc, char** argv, serve
       o.port = number<uint16_t>(a, value(), 0, 65535);
     } else if (a == "--bind") {
       o.bind = std::string(value());
+      if (o.bind.empty()) throw option_error{"--bind needs an address (0.0.0.0 for every IPv4 interface)"};
     } else if (a == "--workers") {
       o.workers = number<unsigned>(a, value(), 1, 1024);
     } else if (a == "--acceptors") {
@@ -157,6 +163,10 @@ server_options parse_server_options(const char* prog, int argc, char** argv,
 
 int server_main(const char* prog, const server_options& o, net::connection_handler handler,
                 const server_hooks& hooks) {
+  // Before the first print: a closed stdout or stderr (a log reader gone)
+  // makes writes fail with EPIPE, not end the server (the node's runtime does
+  // the same when it starts).
+  signal(SIGPIPE, SIG_IGN);
   herd::node_options no;
   if (o.workers) no.workers = o.workers;
   check_fd_limit(prog, o, no.max_actors);
@@ -166,7 +176,7 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
   sigemptyset(&stop_set);
   sigaddset(&stop_set, SIGINT);
   sigaddset(&stop_set, SIGTERM);
-  if (hooks.on_hangup) sigaddset(&stop_set, SIGHUP);
+  sigaddset(&stop_set, SIGHUP);  // on_hangup, or ignored (said on stderr)
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
   herd::node node(no);
@@ -217,9 +227,28 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
         if (signo != SIGHUP) return;
       }
     }).detach();
+    // The listener's tree is the application's: if it ends (killed, or past
+    // its restart intensity) the server cannot serve, and exits non-zero —
+    // as a BEAM node whose application's top supervisor dies.
+    const herd::monitor_ref tree = herd::monitor(l->supervisor);
+    std::optional<herd::exit_reason> lost;
     int signo = 0;
-    while ((signo = herd::receive([](example_msgs::stop_signal s) { return s.signo; })) == SIGHUP)
-      hooks.on_hangup();
+    for (;;) {
+      herd::receive([&](example_msgs::stop_signal s) { signo = s.signo; },
+                    herd::when([&](const herd::down& d) { return d.ref == tree; },
+                               [&](herd::down& d) { lost = std::move(d.reason); }));
+      if (lost || signo != SIGHUP) break;
+      if (hooks.on_hangup) hooks.on_hangup();
+      else std::fprintf(stderr, "%s: SIGHUP ignored (nothing to reload; SIGINT or SIGTERM drains)\n", prog);
+    }
+    if (lost) {
+      std::fprintf(stderr, "%s: the listener's supervision tree ended (%s): the port is closed, exiting with status 1\n",
+                   prog, lost->to_string().c_str());
+      code = 1;
+      if (obs) herd::blocking([&] { obs.reset(); });
+      return;
+    }
+    herd::demonitor(tree);
     auto before = net::info(prog);
     std::fprintf(stderr, "%s: %s, draining %zu connection(s)\n", prog, strsignal(signo),
                  before ? before->connections : std::size_t(0));

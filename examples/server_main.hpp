@@ -7,7 +7,13 @@
 // [--workers N] [--acceptors N] [--max-connections N|infinity]
 // [--idle-hibernate-ms MS] [--first-data-timeout-ms MS] [--observer PATH]
 // [--metrics 127.0.0.1:PORT].
-// Bad options: a message and exit 2. --help (-h): the usage on stdout, exit 0.
+// Bad options (an empty --bind, an option given twice): a message and exit
+// 2. --help (-h): the usage on stdout, exit 0.
+// SIGHUP: on_hangup if the server has one (hot_swap_server reloads), else
+// ignored with a line on stderr. If the listener's supervision tree ends
+// (killed, or past its restart intensity) the server says so on stderr and
+// exits 1: it has no port left. A closed stdout or stderr never ends it
+// (SIGPIPE is ignored: prints fail with EPIPE).
 // A descriptor limit below the connections the node is configured for (with
 // infinity: its process table) is warned about on stderr at start.
 #pragma once
@@ -52,13 +58,14 @@ struct server_hooks {
   // In the node's root process, before the listener starts; false: exit 1
   // (it printed why).
   std::function<bool()> before_listen;
-  // In the root process, on each SIGHUP. Unset: SIGHUP keeps its default.
+  // In the root process, on each SIGHUP. Unset: SIGHUP is ignored (logged).
   std::function<void()> on_hangup;
 };
 
 // Starts a node and a listener named `prog` that runs `handler` per
 // connection, prints "listening on ADDR:PORT", and on SIGINT/SIGTERM drains
-// (5 s) and returns 0. 1 if it cannot listen.
+// (5 s) and returns 0. 1 if it cannot listen, or when the listener's tree
+// ends on its own.
 int server_main(const char* prog, const server_options& o, herd::net::connection_handler handler,
                 const server_hooks& hooks = {});
 

@@ -55,8 +55,12 @@ void print_tree(herd::pid s, int depth) {
 
 }  // namespace example
 
-int main() {
+int main(int argc, char**) {
   using namespace example;
+  if (argc > 1) {  // an argument it would ignore is refused
+    std::fputs("usage: supervision_tree (it takes no arguments)\n", stderr);
+    return 2;
+  }
   herd::node node({.workers = 2});
   herd::exit_reason why = node.run([] {
     auto top = sup::start_link(

@@ -3,11 +3,13 @@
 // listener_sup.cpp; the accept loop in acceptor.cpp; connections in
 // conns_sup.cpp.
 //
-// Lifetimes: the registry holds a shared_ptr to each listener's state until
-// stop_listener; every process of the tree holds one too. The listening
-// socket is closed by stop_listener once the tree has stopped (so no
-// acceptor can call accept() on a reused descriptor number), or by the last
-// holder if the tree died on its own.
+// Lifetimes: the registry holds a shared_ptr to each listener's state while
+// its tree runs; every process of the tree holds one too. The listening
+// socket belongs to the tree: it is closed, and the registry entry removed,
+// when the last process that can accept on it has ended (the accept-side
+// reference, listener_sup.hpp) — by stop_listener, or on its own when the
+// tree is killed or gives up, or when the node stops its processes. So a
+// listener never outlives its node, and a dead one leaves no open port.
 #include "address.hpp"
 #include "conns_sup.hpp"
 #include "listener_state.hpp"
@@ -52,6 +54,20 @@ int somaxconn() {
   int v = 0;
   if (f >> v && v > 0) return v;
   return SOMAXCONN;
+}
+
+// The tree's last accepting process has ended: close the socket (no
+// acceptor can call accept() on a reused descriptor number any more) and
+// forget the listener. Runs in that process, while the node is up.
+void tree_ended(const std::shared_ptr<listener_state>& l) noexcept {
+  l->close_listen();
+  std::shared_ptr<listener_state> gone;  // released outside the lock
+  std::lock_guard<std::mutex> g(g_m);
+  auto it = g_listeners.find(l->name);
+  if (it != g_listeners.end() && it->second == l) {
+    gone = std::move(it->second);
+    g_listeners.erase(it);
+  }
 }
 
 error not_found(std::string_view name) { return {errc::not_found, 0, "no listener \"" + std::string(name) + "\""}; }
@@ -120,10 +136,12 @@ result<listener_info> start_listener(std::string name, listener_options o, conne
     std::lock_guard<std::mutex> g(g_m);
     if (!g_listeners.emplace(name, l).second) return error{errc::in_use, 0, "the name \"" + name + "\" is taken"};
   }
-  auto sup = detail::start_listener_sup(l);
+  std::shared_ptr<void> accept_side(l.get(), [l](void*) { tree_ended(l); });
+  auto sup = detail::start_listener_sup(l, std::move(accept_side));
   if (!sup) {
+    // The supervisor may not have freed its specs yet: the name is free now.
     std::lock_guard<std::mutex> g(g_m);
-    g_listeners.erase(name);
+    if (auto it = g_listeners.find(name); it != g_listeners.end() && it->second == l) g_listeners.erase(it);
     return sup.error();
   }
   l->sup.store(sup->value(), std::memory_order_relaxed);

@@ -8,23 +8,59 @@
 //                  with priority::high (accepting must keep pace on a busy node).
 // conns_sup is a worker child with shutdown infinity: it bounds its own stop
 // (connection_shutdown per connection, then kill).
+//
+// The acceptors' start functions carry the listener's accept-side reference
+// (see start_listener_sup in listener_sup.hpp): listener_sup holds them in
+// its spec of acceptors_sup, acceptors_sup in its own, and each acceptor its
+// copy. When the tree ends however it ends — stopped, killed, or giving up
+// past its restart intensity — the last of these lets go once no acceptor
+// can call accept() any more, and the socket closes with it: a dead
+// listener never leaves a port that completes handshakes nobody takes.
 #include "listener_sup.hpp"
 
+#include <herd/actors/links.hpp>
+#include <herd/actors/logger.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/registry.hpp>
 #include <herd/supervisors/supervisor.hpp>
 
 namespace herd::net::detail {
 
 namespace sup = herd::supervisor;
 
-sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
+// An acceptor names itself <listener>_acceptor_<n> (as Ranch's are shown).
+// Not through the child spec's registered_name: when acceptors_sup is killed,
+// its acceptors end by the link signal at their next scheduling, and the
+// restarted acceptors_sup may start their successors before that — a name
+// still taken made the start fail, each failure counted as a restart, and
+// one kill burned listener_sup's whole restart intensity in a millisecond,
+// ending the listener. So a successor waits for the holder to end (a few
+// seconds at most; then it runs unnamed, and says so).
+void take_name(const std::string& name) {
+  for (int waits = 0; waits < 5; ++waits) {
+    if (herd::register_name(name, herd::self())) return;
+    auto holder = herd::whereis(name);
+    if (!holder) continue;  // freed meanwhile: try again
+    const monitor_ref m = herd::monitor(*holder);
+    herd::receive(herd::when([m](const down& d) { return d.ref == m; }, [](const down&) {}),
+                  herd::after(std::chrono::seconds(1), [m] { herd::demonitor(m); }));
+  }
+  if (!herd::register_name(name, herd::self()))
+    herd::log_report("listener acceptor: the name " + name + " is still taken after 5 s; running unnamed");
+}
+
+sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l, const std::shared_ptr<void>& accept_side) {
   std::vector<sup::child_spec> acceptors;
   for (unsigned i = 0; i < l->opts.acceptors; ++i) {
     acceptors.push_back({.id = "acceptor_" + std::to_string(i),
-                         .start = [l] { acceptor_main(l); },
+                         .start = [l, accept_side, name = l->name + "_acceptor_" + std::to_string(i)] {
+                           (void)accept_side;  // held for the process's life
+                           take_name(name);
+                           acceptor_main(l);
+                         },
                          .restart = sup::permanent,
                          .shutdown = sup::brutal_kill,
-                         // Named as Ranch's acceptors are shown: <listener>_acceptor_<n>.
-                         .registered_name = l->name + "_acceptor_" + std::to_string(i),
                          .prio = priority::high,
                          .kind = process_kind::acceptor,
                          .initial_call = "herd::net acceptor"});
@@ -33,7 +69,7 @@ sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l) {
                               std::move(acceptors));
 }
 
-result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
+result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l, std::shared_ptr<void> accept_side) {
   std::vector<sup::child_spec> children;
   children.push_back({.id = "conns_sup",
                       .start = [l] { conns_sup_main(l); },
@@ -41,7 +77,8 @@ result<pid> start_listener_sup(const std::shared_ptr<listener_state>& l) {
                       .shutdown = herd::infinity,
                       .kind = process_kind::supervisor,
                       .initial_call = "herd::net conns_sup"});
-  children.push_back(acceptors_sup_spec(l));
+  children.push_back(acceptors_sup_spec(l, accept_side));
+  accept_side.reset();  // the specs hold it now
   sup::flags f{.strategy = sup::rest_for_one, .intensity = 10, .period = std::chrono::seconds(10), .name = l->name};
   auto r = sup::start_link(std::move(f), std::move(children));
   if (!r) {

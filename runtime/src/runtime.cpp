@@ -17,6 +17,7 @@
 #include <herd/runtime/sched.hpp>
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
@@ -53,6 +54,20 @@ stack_options stack_opts(const runtime_options& o) {
   s.guard_size = o.guard_size;
   if (o.force_mprotect_guards) s.guard = guard_kind::mprotect;
   return s;
+}
+
+// A node never dies of a peer or a log reader going away: a write to a
+// closed socket or pipe (stdout piped to `head`, a restarted log collector)
+// returns EPIPE instead of raising SIGPIPE, whose default ends the process —
+// as the BEAM ignores it. A handler the program installed is left alone.
+void ignore_sigpipe() noexcept {
+  struct sigaction old {};
+  if (sigaction(SIGPIPE, nullptr, &old) != 0) return;
+  if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, nullptr);
 }
 
 }  // namespace
@@ -113,6 +128,7 @@ void runtime::start() {
   impl& r = *impl_;
   clock_impl::start(r.opts.deterministic);
   r.started_ms = now_ms();
+  ignore_sigpipe();
   install_overflow_handler(&r.stacks);
   set_overflow_describer(&describe_running);
   r.blocking.complete = [](blocking_job* job) noexcept {

@@ -1,8 +1,8 @@
 // libFuzzer target: the example servers' command line
 // (example::try_parse_server_options) on arbitrary argument vectors — the
 // input split at NUL bytes. A bad command line must come back as a reason,
-// never a crash; a good one must have a port, and --metrics only with
-// --observer.
+// never a crash; a good one must have a port and an address to bind, and
+// --metrics only with --observer.
 #include "server_main.hpp"
 
 #include <cstdint>
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (why) {
     if (why->empty()) std::abort();
   } else {
-    if (!o.port) std::abort();
+    if (!o.port || o.bind.empty()) std::abort();
     if (!o.metrics.empty() && o.observer.empty()) std::abort();
     if (o.workers > 1024 || o.acceptors < 1 || o.acceptors > 1024) std::abort();
   }

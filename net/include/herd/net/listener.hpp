@@ -109,6 +109,11 @@ std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size
 // From a process. Binds and listens first (errors: errc::in_use for a port
 // in use or a name taken, errc::bad_address, errc::bad_options), then starts
 // the tree. The tree is linked to nothing and registered under `name`.
+// The listener lives as long as its tree: if the tree ends on its own (its
+// supervisor killed, past its restart intensity, or the node stopping its
+// processes after the root ended), the socket closes and the name is
+// forgotten (info() says not_found). Monitor listener_info::supervisor to
+// hear of it; nothing restarts the tree.
 result<listener_info> start_listener(std::string name, listener_options o, connection_handler h);
 // From a process. Stops the tree: acceptors, then every connection
 // (shutdown, then kill after options.connection_shutdown), and closes the

@@ -60,7 +60,10 @@ class runtime {
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
-  // From the thread that created it. Starts the workers.
+  // From the thread that created it. Starts the workers. Sets SIGPIPE to
+  // ignored unless the program handles it (a write to a closed pipe or
+  // socket then fails with EPIPE instead of ending the process); programs
+  // it spawns inherit that, as with any ignored signal.
   void start();
   // From a foreign thread. Returns once every worker has exited. Fibers still
   // alive are abandoned (the actors layer makes sure there are none).
