@@ -26,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from net_examples import LineClient, Server, broadcast, connect, fail, read_until_cut_off  # noqa: E402
+from net_examples import LineClient, Server, broadcast, connect, eventually, fail, read_until_cut_off  # noqa: E402
 
 DEADLINE_S = 120
 # Under a sanitizer freed memory is held back (ASan's quarantine), so the
@@ -60,14 +60,6 @@ def rss_kb(pid):
                 return int(line.split()[1])
     fail("no VmRSS for %d" % pid)
 
-
-def eventually(what, pred, deadline_s=60, every_s=0.05):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(every_s)
-    fail("not within %d s: %s" % (deadline_s, what))
 
 
 def small_client(port, rcvbuf):

@@ -27,6 +27,16 @@ def fail(msg):
     sys.exit(1)
 
 
+def eventually(what, pred, deadline_s=60, every_s=0.02):
+    """Polls pred until it holds; fails with `what` after deadline_s."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(every_s)
+    fail("not within %d s: %s" % (deadline_s, what))
+
+
 def read_until_cut_off(member, timeout_s):
     """Reads what a member that never read was still sent, until the server
     cuts it off (a reset or an end); fails if it is not cut off in time."""

@@ -26,16 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from net_examples import Server, connect, fail, recv_exact  # noqa: E402
+from net_examples import Server, connect, eventually, fail, recv_exact  # noqa: E402
 
-
-def eventually(what, pred, deadline_s=30, every_s=0.02):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(every_s)
-    fail("not within %d s: %s" % (deadline_s, what))
 
 
 def ask(sock_path, req, **fields):

@@ -59,6 +59,25 @@ std::pair<std::unique_ptr<raw_client>, herd::pid> open_connection(uint16_t port)
   return {std::move(c), conn};
 }
 
+// n connections, each asked one line: the clients, their pids, and how many
+// answered "v1 1" (the first version's first answer).
+struct v1_clients {
+  std::vector<std::unique_ptr<raw_client>> clients;
+  std::vector<herd::pid> conns;
+  int answered_v1 = 0;
+};
+v1_clients open_v1_clients(uint16_t port, int n) {
+  v1_clients out;
+  for (int i = 0; i < n; ++i) {
+    auto [c, conn] = open_connection(port);
+    REQUIRE(conn.valid());
+    out.answered_v1 += ask(*c, "line\n", 5) == "v1 1\n";
+    out.clients.push_back(std::move(c));
+    out.conns.push_back(conn);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("a protocol module gets a push from another process, its own send_after and a start_timer, and "
@@ -119,15 +138,10 @@ TEST_CASE("hibernated connections switch at a load: the old version unloads and 
     auto l = herd::net::start_listener(g.name, {.bind = "127.0.0.1", .max_connections = 1000},
                                        herd::net::module_protocol("push_protocol", {.idle_hibernate = 10ms}));
     REQUIRE(l);
-    std::vector<std::unique_ptr<raw_client>> clients;
-    std::vector<herd::pid> conns;
-    for (int i = 0; i < n; ++i) {
-      auto [c, conn] = open_connection(l->port);
-      REQUIRE(conn.valid());
-      answered_v1 += ask(*c, "line\n", 5) == "v1 1\n";
-      clients.push_back(std::move(c));
-      conns.push_back(conn);
-    }
+    v1_clients opened = open_v1_clients(l->port, n);
+    auto& clients = opened.clients;
+    auto& conns = opened.conns;
+    answered_v1 += opened.answered_v1;
     auto sleeping = [&] {
       int k = 0;
       for (herd::pid p : conns) k += state_of(p) == herd::introspect::status::hibernated;
@@ -267,15 +281,10 @@ TEST_CASE("a code_change that throws leaves every live connection on the old ver
     listener_guard g{"push_throwing_switch"};
     auto l = herd::net::start_listener(g.name, {.bind = "127.0.0.1"}, herd::net::module_protocol("push_protocol"));
     REQUIRE(l);
-    std::vector<std::unique_ptr<raw_client>> clients;
-    std::vector<herd::pid> conns;
-    for (int i = 0; i < n; ++i) {
-      auto [c, conn] = open_connection(l->port);
-      REQUIRE(conn.valid());
-      answered_v1 += ask(*c, "line\n", 5) == "v1 1\n";
-      clients.push_back(std::move(c));
-      conns.push_back(conn);
-    }
+    v1_clients opened = open_v1_clients(l->port, n);
+    auto& clients = opened.clients;
+    auto& conns = opened.conns;
+    answered_v1 += opened.answered_v1;
     REQUIRE(herd::modules::load(v2));  // the load itself succeeds: only switches fail
     // Half switch on the code-change notice while idle, half (probably) on
     // the line sent right away: both must keep the old version and the line.
