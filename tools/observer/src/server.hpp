@@ -7,6 +7,9 @@
 #include <herd/actors/introspect.hpp>
 #include <herd/observer/observer.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -18,7 +21,21 @@
 
 namespace herd::observer {
 
-struct waker;  // the eventfd the loop sleeps on (server.cpp)
+// The loop's eventfd: shared with the helpers of `load`, which may finish
+// after the server is gone.
+struct waker {
+  int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  waker() = default;
+  waker(const waker&) = delete;
+  waker& operator=(const waker&) = delete;
+  ~waker() {
+    if (fd >= 0) ::close(fd);
+  }
+  void wake() const {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);
+  }
+};
 
 class server {
  public:
