@@ -23,6 +23,8 @@ inline constexpr uint64_t min_charge_ns = 20'000;
 // Requests answered per loop round before the loop polls again (accepts,
 // wake-ups) — fairness holds across rounds.
 inline constexpr int answers_per_round = 64;
+// The shortest sleep while requests wait for tokens or CPU budget.
+inline constexpr uint64_t pacing_tick_ms = 50;
 
 inline uint64_t steady_ns() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
