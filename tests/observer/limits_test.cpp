@@ -94,6 +94,25 @@ TEST_CASE("a client waiting for a slot evicts the longest-idle holder after a se
   CHECK(told >= 1);
 }
 
+TEST_CASE("a client that stops reading its replies is closed after the idle timeout, under the 4 MiB cap") {
+  limits l({.idle_timeout = 300ms});
+  live_node n(1, [](root_ctx& c) {
+    for (int i = 0; i < 2000; ++i) c.pids.push_back(herd::spawn(sleeper));
+  });
+  client stuck(n.socket());
+  // ~3 MB of replies (10 x 2,000 rows): more than the sockets buffer, less
+  // than the queue cap — only the idle timeout frees this slot.
+  std::string ten;
+  for (int i = 0; i < 10; ++i) ten += req("processes", {{"limit", 100000}}).dump() + "\n";
+  stuck.send_raw(ten);
+  CHECK(eventually(
+      [&] {
+        pollfd p{stuck.fd(), POLLRDHUP, 0};
+        return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP));
+      },
+      30s));
+}
+
 TEST_CASE("metrics connections that never send a request are closed after the idle timeout - a scrape then gets its answer") {
   live_node::metrics_addr_ = "127.0.0.1:0";
   limits l({.idle_timeout = 300ms});

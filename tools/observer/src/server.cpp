@@ -364,7 +364,7 @@ void server::run() {
     }
     answer_requests();
     for (auto& c : clients_)
-      if (c.eof && !c.awaiting && !c.has_line()) c.dead = true;  // all it sent is answered
+      if (c.eof && !c.awaiting && !c.has_line() && !c.wants_write()) c.dead = true;  // all it sent is answered
     expire_idle(quiet, steady_ms());
     // The http list may grow in accept_http below: index what was polled.
     for (std::size_t i = first_http; i < fds.size(); ++i) {

@@ -112,10 +112,11 @@ int server::pacing_timeout_ms(uint64_t now_ns) const {
 
 void server::expire_idle(const std::vector<uint64_t>& polled_quiet, uint64_t now_ms) {
   const uint64_t limit = uint64_t(limits_.idle_timeout.count());
-  // A client is idle while it has nothing in flight: no request waiting in
-  // its buffer or for a load, no trace, no reply it is reading.
+  // A client is idle while it has nothing in flight (no request waiting in
+  // its buffer or for a load, no trace) and reads no reply bytes: one that
+  // stops reading a reply holds its slot no longer than a silent one.
   auto idle_for = [&](const client& c) -> uint64_t {
-    if (c.dead || c.awaiting || c.has_line() || c.wants_write() || c.active_ms > now_ms) return 0;
+    if (c.dead || c.awaiting || c.has_line() || c.active_ms > now_ms) return 0;
     for (auto& t : traces_)
       if (t.client_key == c.key) return 0;
     return now_ms - c.active_ms;
