@@ -96,14 +96,18 @@ TEST_CASE("a client waiting for a slot evicts the longest-idle holder after a se
 
 TEST_CASE("a client that stops reading its replies is closed after the idle timeout, under the 4 MiB cap") {
   limits l({.idle_timeout = 300ms});
-  live_node n(1, [](root_ctx& c) {
-    for (int i = 0; i < 2000; ++i) c.pids.push_back(herd::spawn(sleeper));
+  // Few processes with fat rows: a node of thousands takes long to stop under TSan.
+  static const std::string fat(2048, 'i');
+  live_node n(2, [](root_ctx&) {
+    herd::spawn_options o;
+    o.initial_call = fat.c_str();
+    for (int i = 0; i < 200; ++i) herd::spawn(o, sleeper);
   });
   client stuck(n.socket());
-  // ~3 MB of replies (10 x 2,000 rows): more than the sockets buffer, less
-  // than the queue cap — only the idle timeout frees this slot.
+  // ~2.7 MB of replies (6 x 200 rows of 2.2 KB): more than the sockets
+  // buffer, less than the queue cap — only the idle timeout frees this slot.
   std::string ten;
-  for (int i = 0; i < 10; ++i) ten += req("processes", {{"limit", 100000}}).dump() + "\n";
+  for (int i = 0; i < 6; ++i) ten += req("processes", {{"limit", 100000}}).dump() + "\n";
   stuck.send_raw(ten);
   CHECK(eventually(
       [&] {
@@ -134,10 +138,10 @@ TEST_CASE("metrics connections that never send a request are closed after the id
 
 TEST_CASE("processes with a limit of 100,000 answers every row even past the 4 MiB reply queue cap") {
   // 100,000 hibernated actors; under HERD_TEST_SCALE=small (the sanitizers:
-  // TSan dies above ~8,000 fibers) 3,000 with a 2 KiB initial_call each, so
-  // the reply still passes 4 MiB.
-  const std::size_t actors = herd::test::scaled(100000, 3000);
-  static const std::string fat(2048, 'i');
+  // TSan dies above ~8,000 fibers, and stopping thousands is slow) 1,500 with
+  // a 3 KiB initial_call each, so the reply still passes 4 MiB.
+  const std::size_t actors = herd::test::scaled(100000, 1500);
+  static const std::string fat(3072, 'i');
   const bool small = actors < 100000;
   live_node n(2, [&](root_ctx&) {
     herd::spawn_options o;
