@@ -23,6 +23,7 @@ inline constexpr uint64_t min_charge_ns = 20'000;
 // Requests answered per loop round before the loop polls again (accepts,
 // wake-ups) — fairness holds across rounds.
 inline constexpr int answers_per_round = 64;
+inline constexpr uint64_t round_ns = 5'000'000;  // nor for longer than this
 // The shortest sleep while requests wait for tokens or CPU budget.
 inline constexpr uint64_t pacing_tick_ms = 50;
 

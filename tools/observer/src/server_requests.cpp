@@ -74,8 +74,12 @@ client* server::next_ready(uint64_t now_ns) {
 }
 
 void server::answer_requests() {
+  const uint64_t round_start = steady_ns();
   for (int i = 0; i < answers_per_round; ++i) {
     const uint64_t now = steady_ns();
+    // Back to poll: a request that came meanwhile (an operator's) is only
+    // seen there, and then goes first (fair share).
+    if (now - round_start > round_ns) return;
     cpu_.refill(now);
     if (!cpu_.ready()) return;
     client* c = next_ready(now);
