@@ -215,3 +215,19 @@ TEST_CASE("a client flooding requests is paced by its token bucket and loses non
   INFO("elapsed " << s << " s");
   CHECK(double(sent) <= 5 + 20 * s + 1);
 }
+
+TEST_CASE("a client running a trace is not idle - it keeps its connection past the idle timeout") {
+  limits l({.idle_timeout = 100ms});
+  live_node n(1, [](root_ctx& c) {
+    c.pids.push_back(herd::spawn([] { herd::receive([](obs_msgs::never) {}); }));
+  });
+  client c(n.socket());
+  json t = c.ask(req("trace", {{"id", "t"}, {"pid", n.ctx().pids[0].to_string()}, {"timeout_ms", 1000}}), 30s);
+  REQUIRE(t["ok"] == true);
+  // Nothing happens to the traced process: the next line is the trace's end
+  // at its timeout, not an idle_timeout (10 times the idle timeout later).
+  json done = c.read_json(30s);
+  INFO(done.dump());
+  CHECK(done["id"] == "t");
+  CHECK(done["done"]["why"] == "timeout");
+}

@@ -264,7 +264,7 @@ void server::pump_traces() {
     } else {
       ++it;
     }
-    c->flush();
+    if (c->flush() > 0) c->active_ms = steady_ms();  // (its idle time starts when a trace ends)
   }
 }
 
@@ -320,7 +320,9 @@ void server::run() {
     if (cpu_.ready() && next_ready(steady_ns())) timeout = 0;
     else if (int t = pacing_timeout_ms(steady_ns()); t >= 0) timeout = std::min(timeout, t);
     // The next idle timeout (a client or a metrics connection).
-    for (auto& c : clients_) timeout = std::min<int64_t>(timeout, std::max<int64_t>(0, int64_t(c.active_ms + idle_limit) - int64_t(now)));
+    // (Only clients that may be idle: one running a trace would spin the loop.)
+    for (auto& c : clients_)
+      if (may_idle(c)) timeout = std::min<int64_t>(timeout, std::max<int64_t>(0, int64_t(c.active_ms + idle_limit) - int64_t(now)));
     for (auto& h : http_) timeout = std::min<int64_t>(timeout, std::max<int64_t>(0, int64_t(h.accepted_ms + idle_limit) - int64_t(now)));
     fds.clear();
     keys.clear();

@@ -86,6 +86,8 @@ class server {
   void answer_requests();
   client* next_ready(uint64_t now_ns);
   int pacing_timeout_ms(uint64_t now_ns) const;
+  bool may_idle(const client& c) const;
+  uint64_t idle_ms(const client& c, uint64_t now_ms) const;  // 0: not idle (or may not be)
   void expire_idle(const std::vector<uint64_t>& polled_quiet, uint64_t now_ms);
   void start_load(std::string_view line);
   void collect_loads();

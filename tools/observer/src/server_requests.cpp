@@ -114,17 +114,23 @@ int server::pacing_timeout_ms(uint64_t now_ns) const {
   return int(std::clamp<uint64_t>((wait_ns + 999'999) / 1'000'000, pacing_tick_ms, 60000));
 }
 
+// A client is idle while it has nothing in flight (no request waiting in
+// its buffer or for a load, no trace) and reads no reply bytes: one that
+// stops reading a reply holds its slot no longer than a silent one.
+bool server::may_idle(const client& c) const {
+  if (c.dead || c.awaiting || c.has_line()) return false;
+  for (auto& t : traces_)
+    if (t.client_key == c.key) return false;
+  return true;
+}
+
+uint64_t server::idle_ms(const client& c, uint64_t now_ms) const {
+  return may_idle(c) && now_ms > c.active_ms ? now_ms - c.active_ms : 0;
+}
+
 void server::expire_idle(const std::vector<uint64_t>& polled_quiet, uint64_t now_ms) {
   const uint64_t limit = uint64_t(limits_.idle_timeout.count());
-  // A client is idle while it has nothing in flight (no request waiting in
-  // its buffer or for a load, no trace) and reads no reply bytes: one that
-  // stops reading a reply holds its slot no longer than a silent one.
-  auto idle_for = [&](const client& c) -> uint64_t {
-    if (c.dead || c.awaiting || c.has_line() || c.active_ms > now_ms) return 0;
-    for (auto& t : traces_)
-      if (t.client_key == c.key) return 0;
-    return now_ms - c.active_ms;
-  };
+  auto idle_for = [&](const client& c) { return idle_ms(c, now_ms); };
   auto close_idle = [&](client& c, uint64_t ms) {
     c.queue(error_line(nullptr, "idle_timeout",
                        "no request for " + std::to_string(ms) + " ms: the connection is closed"));
