@@ -179,12 +179,15 @@ class live_node {
     });
     if (ready_f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
       throw std::runtime_error("the node did not start");
-    auto r = herd::observer::start({.path = socket(), .metrics_addr = metrics_addr_});
+    herd::observer::options oo = options_;
+    oo.path = socket();
+    oo.metrics_addr = metrics_addr_;
+    auto r = herd::observer::start(oo);
     if (!r) throw std::runtime_error("observer: " + r.error);
     obs_ = std::move(r.observer);
   }
   ~live_node() {
-    obs_.reset();
+    stop_observer();
     stop_.store(true);
     thread_.join();
     std::string cmd = "rm -rf '" + dir_ + "'";
@@ -194,9 +197,11 @@ class live_node {
   const std::string& dir() const { return dir_; }
   root_ctx& ctx() { return ctx_; }
   herd::observer::handle& observer() { return *obs_; }
+  void stop_observer() { obs_.reset(); }  // before the node stops (the destructor does it too)
   const herd::exit_reason& reason() const { return reason_; }
 
   static std::string metrics_addr_;  // set by a test before constructing (empty: none)
+  static herd::observer::options options_;  // the limits (set before constructing; path is ours)
 
  private:
   std::string dir_;
@@ -208,6 +213,7 @@ class live_node {
   std::atomic<bool> stop_{false};
 };
 inline std::string live_node::metrics_addr_;
+inline herd::observer::options live_node::options_;
 
 inline json req(const std::string& name, json fields = json::object()) {
   fields["v"] = 1;

@@ -49,6 +49,10 @@ std::string dispatch(std::string_view line, dispatch_env& env) {
     parsed p = parse_request(line);
     id = p.id;
     if (!p.req) return error_line(p.id, p.err.code, p.err.message);
+    if (p.req->name == "load" && env.defer_load) {
+      env.defer_load(line);
+      return {};
+    }
     return ok_line(id, answer(*p.req, env));
   } catch (const request_failure& e) {
     return error_line(id, e.code, e.message);

@@ -28,9 +28,13 @@ struct dispatch_env {
   // Starts a trace; an error fails the request. On success the reply
   // (tracing, limit) is what dispatch returns; events follow it.
   std::function<std::optional<request_failure>(const trace_request&)> start_trace;
+  // Set: a `load` line is handed to it (the server answers it from a helper
+  // process later) and dispatch returns "". Unset: load runs here.
+  std::function<void(std::string_view line)> defer_load;
 };
 
-// The reply line(s) for `line` (without its '\n'). Never throws.
+// The reply line(s) for `line` (without its '\n'), or "" for a deferred
+// load. Never throws.
 std::string dispatch(std::string_view line, dispatch_env& env);
 
 }  // namespace herd::observer

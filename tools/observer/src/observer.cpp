@@ -30,6 +30,12 @@ start_result start(const options& o) {
     r.error = "herd::observer::start needs a running node";
     return r;
   }
+  if (o.idle_timeout.count() <= 0 || !(o.requests_per_s > 0) || !(o.request_burst >= 1) ||
+      !(o.max_cpu_share > 0 && o.max_cpu_share <= 1)) {
+    r.error = "herd::observer: idle_timeout and requests_per_s must be positive, request_burst at least 1 and "
+              "max_cpu_share in (0, 1]";
+    return r;
+  }
   int mfd = -1;
   uint16_t mport = 0;
   if (!o.metrics_addr.empty()) {
@@ -42,7 +48,7 @@ start_result start(const options& o) {
     return r;
   }
   try {
-    auto s = std::make_unique<server>(ufd, o.path, mfd, mport);
+    auto s = std::make_unique<server>(ufd, o.path, mfd, mport, o);
     s->start();
     r.observer = std::make_unique<handle>(std::move(s));
   } catch (const std::exception& e) {

@@ -10,9 +10,32 @@
 //    messages, or by spawning short helper processes (tree.cpp). The cost to
 //    the node is the scan itself, on whichever core the OS gives this thread.
 //  * One thread serves everything in order: the Unix socket's accepts, up to
-//    16 clients (a 17th gets `busy`), the metrics endpoint, trace streams,
-//    and the one-second sampler. Requests are answered one at a time, so a
-//    slow request delays other clients' answers (never the node).
+//    16 clients (a 17th waits in the socket's backlog until a slot frees),
+//    the metrics endpoint, trace streams, and the one-second sampler.
+//    Requests are answered one at a time, so a slow request delays other
+//    clients' answers (never the node) — except `load`, whose factory may
+//    take any time: a helper process runs it (the module layer's file work
+//    goes to the blocking pool) and its client's later requests wait.
+//  * Pacing: a client that floods must not cost the node more than a
+//    bounded share, nor keep the others waiting. Requests are taken one at a
+//    time from the clients' buffers (client.hpp), never all at once:
+//     - each client has a token bucket of requests (options::requests_per_s,
+//       request_burst); past it, its requests stay in its socket (not read,
+//       not lost) until it has a token again;
+//     - all requests together may use max_cpu_share of one core: each is
+//       charged the thread's CPU time it took (CLOCK_THREAD_CPUTIME_ID, at
+//       least 20 us) against one bucket; while it is in debt nothing is
+//       answered (accepts, traces and the sampler go on);
+//     - of the clients with a request and a token, the one that used the
+//       least CPU so far answers next (start-time fair queueing: a client
+//       that starts asking joins at the clock of the last request answered,
+//       so an operator's request passes a queue of flooders' requests).
+//  * Idle clients: a client that sends no request and reads no reply bytes
+//    for options::idle_timeout (and has no trace or load running) gets
+//    `idle_timeout` and is closed; with all 16 slots held and another client
+//    waiting, the longest-idle one goes after min(idle_timeout, 1 s). A
+//    metrics connection not answered within idle_timeout is closed; with its
+//    16 slots held, newcomers wait in its backlog.
 //  * Flow control: replies are queued per client and written without
 //    blocking; a client with more than 4 MiB waiting is closed (client.hpp).
 //    Input is framed by lines of at most 64 KiB; a longer one gets
@@ -42,9 +65,11 @@
 #include "server.hpp"
 
 #include "metrics_http.hpp"
+#include "pacing.hpp"
 #include "unix_socket.hpp"
 #include "views.hpp"
 
+#include <herd/actors/spawn.hpp>
 #include <herd/runtime/clock.hpp>
 
 #include <malloc.h>
@@ -60,25 +85,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <stdexcept>
 
 namespace herd::observer {
 namespace {
 
-constexpr std::size_t max_clients = 16;
 constexpr std::size_t max_http_clients = 16;
 constexpr std::size_t max_http_head = 8192;
-constexpr std::size_t read_chunk = 65536;
-// Per client and poll round: enough for many requests, and a client that
-// floods cannot keep the others waiting.
-constexpr std::size_t read_budget = 4 * read_chunk;
-
-uint64_t steady_ms() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
-
 constexpr uint64_t out_of_fds_pause_ms = 100;
 
 bool out_of_descriptors(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
@@ -103,10 +117,12 @@ json event_json(const introspect::trace_event& e) {
 
 }  // namespace
 
-server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_port)
-    : unix_fd_(unix_fd), metrics_fd_(metrics_fd), wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      spare_fd_(open_spare()), path_(std::move(path)), metrics_port_(metrics_port) {
+server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_port, const options& o)
+    : unix_fd_(unix_fd), metrics_fd_(metrics_fd), wake_(std::make_shared<waker>()), wake_fd_(wake_->fd),
+      spare_fd_(open_spare()), path_(std::move(path)), metrics_port_(metrics_port), limits_(o) {
   if (wake_fd_ < 0) throw std::runtime_error("observer: eventfd failed");
+  // A second's worth of CPU budget, and never less than one big scan.
+  cpu_.reset(limits_.max_cpu_share * 1e9, std::max(limits_.max_cpu_share, 0.05) * 1e9, steady_ns());
   env_.samples = &samples_;
   env_.rate_baseline = &rate_baseline_;
   env_.start_trace = [this](const trace_request& r) -> std::optional<request_failure> {
@@ -116,21 +132,21 @@ server::server(int unix_fd, std::string path, int metrics_fd, uint16_t metrics_p
     traces_.push_back(trace_stream{current_->key, r.id, std::move(t), steady_ms() + r.timeout_ms});
     return std::nullopt;
   };
+  // `load` may wait for a module's factory: a helper process answers it.
+  env_.defer_load = [this](std::string_view line) { start_load(line); };
 }
 
 void server::start() { thread_ = std::thread([this] { run(); }); }
 
 server::~server() {
   stop_.store(true, std::memory_order_relaxed);
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  wake_->wake();
   if (thread_.joinable()) thread_.join();
   traces_.clear();  // detaches (the node must still run: see the header)
   for (auto& c : clients_) ::close(c.fd);
   for (auto& h : http_) ::close(h.fd);
   ::close(unix_fd_);
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
-  ::close(wake_fd_);
   if (spare_fd_ >= 0) ::close(spare_fd_);
   ::unlink(path_.c_str());
 }
@@ -166,48 +182,16 @@ void server::accept_clients() {
       release(fd);
       continue;
     }
-    if (clients_.size() >= max_clients) {
-      say(fd, error_line(nullptr, "busy", "the node serves at most 16 observer clients at a time"));
-      release(fd);
-      continue;
-    }
     client c;
     c.key = next_key_++;
     c.fd = fd;
+    c.active_ms = steady_ms();
+    c.requests.reset(limits_.requests_per_s, limits_.request_burst, steady_ns());
+    c.vtime = vclock_;
     clients_.push_back(std::move(c));
+    // Full: the next one waits in the backlog for a slot.
+    if (clients_.size() >= max_clients) return;
   }
-}
-
-void server::serve(client& c) {
-  char buf[read_chunk];
-  std::size_t budget = read_budget;
-  while (!c.dead && budget > 0) {
-    ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      c.dead = true;  // the peer is gone (or broken): its traces go too
-      break;
-    }
-    if (n < 0) break;
-    budget -= std::min(budget, std::size_t(n));
-    current_ = &c;
-    c.feed(
-        std::string_view(buf, std::size_t(n)),
-        [&](std::string_view line) {
-          if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-          if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
-          std::string reply = dispatch(line, env_);
-          if (reply.size() > big_reply) trim_due_ = true;
-          answered_since_trim_ = true;
-          last_answer_ms_ = steady_ms();
-          c.queue(reply);
-        },
-        [&] {
-          c.queue(error_line(nullptr, "too_long",
-                             "a request line may be at most 65536 bytes; the rest of this one is discarded"));
-        });
-    current_ = nullptr;
-  }
-  c.flush();
 }
 
 void server::accept_http() {
@@ -218,11 +202,8 @@ void server::accept_http() {
       if (out_of_descriptors(errno) && first) accept_paused_until_ = steady_ms() + out_of_fds_pause_ms;
       return;
     }
-    if (http_.size() >= max_http_clients) {
-      release(fd);
-      continue;
-    }
-    http_.push_back(http_client{fd, {}, {}, 0, false, false});
+    http_.push_back(http_client{fd, {}, {}, 0, false, false, steady_ms()});
+    if (http_.size() >= max_http_clients) return;  // the next waits in the backlog
   }
 }
 
@@ -241,7 +222,9 @@ void server::serve_http(http_client& h) {
     }
     auto end = h.in.find("\r\n\r\n");
     if (end == std::string::npos && h.in.size() <= max_http_head) return;  // wait for the rest of the head
+    const uint64_t t0 = thread_cpu_ns();
     h.out = http_response(h.in, prometheus_text(samples_));
+    cpu_.tokens -= double(std::max(thread_cpu_ns() - t0, min_charge_ns));  // scrapes share the budget
     h.answered = true;
   }
   while (h.out_off < h.out.size()) {
@@ -281,7 +264,7 @@ void server::pump_traces() {
     } else {
       ++it;
     }
-    c->flush();
+    if (c->flush() > 0) c->active_ms = steady_ms();  // (its idle time starts when a trace ends)
   }
 }
 
@@ -323,6 +306,8 @@ void server::run() {
   pthread_setname_np(pthread_self(), "herd-observer");  // for top -H, gdb, perf
   std::vector<pollfd> fds;
   std::vector<uint64_t> keys;  // the client behind fds[i] (0: not a client)
+  std::vector<uint64_t> quiet;
+  const uint64_t idle_limit = uint64_t(limits_.idle_timeout.count());
   while (!stop_.load(std::memory_order_relaxed)) {
     int timeout = samples_.tick();
     if (int t = next_trace_deadline_ms(); t >= 0) timeout = std::min(timeout, t);
@@ -330,6 +315,15 @@ void server::run() {
     const uint64_t now = steady_ms();
     const bool accepting = now >= accept_paused_until_;
     if (!accepting) timeout = std::min(timeout, int(accept_paused_until_ - now));
+    // Requests to answer now, or when a token or the CPU budget is back.
+    cpu_.refill(steady_ns());
+    if (cpu_.ready() && next_ready(steady_ns())) timeout = 0;
+    else if (int t = pacing_timeout_ms(steady_ns()); t >= 0) timeout = std::min(timeout, t);
+    // The next idle timeout (a client or a metrics connection).
+    // (Only clients that may be idle: one running a trace would spin the loop.)
+    for (auto& c : clients_)
+      if (may_idle(c)) timeout = std::min<int64_t>(timeout, std::max<int64_t>(0, int64_t(c.active_ms + idle_limit) - int64_t(now)));
+    for (auto& h : http_) timeout = std::min<int64_t>(timeout, std::max<int64_t>(0, int64_t(h.accepted_ms + idle_limit) - int64_t(now)));
     fds.clear();
     keys.clear();
     auto add = [&](int fd, short ev, uint64_t key) {
@@ -337,10 +331,16 @@ void server::run() {
       keys.push_back(key);
     };
     add(wake_fd_, POLLIN, 0);
-    add(accepting ? unix_fd_ : -1, POLLIN, 0);  // poll skips a negative fd
-    if (metrics_fd_ >= 0) add(accepting ? metrics_fd_ : -1, POLLIN, 0);
+    add(accepting && clients_.size() < max_clients ? unix_fd_ : -1, POLLIN, 0);  // poll skips a negative fd
+    if (metrics_fd_ >= 0) add(accepting && http_.size() < max_http_clients ? metrics_fd_ : -1, POLLIN, 0);
     const std::size_t first_client = fds.size();
-    for (auto& c : clients_) add(c.fd, short(POLLIN | (c.wants_write() ? POLLOUT : 0)), c.key);
+    for (auto& c : clients_) {
+      // Read while no whole request waits in its buffer: the others wait in
+      // its socket (pacing); a peer that shut its side has nothing more.
+      const bool read = !c.eof && !c.has_line();
+      const bool polled = !c.eof || c.wants_write();  // a hung-up peer would report POLLHUP at once, every time
+      add(polled ? c.fd : -1, short((read ? POLLIN : 0) | (c.wants_write() ? POLLOUT : 0)), c.key);
+    }
     const std::size_t first_http = fds.size();
     for (auto& h : http_) add(h.fd, short(h.answered ? POLLOUT : POLLIN), 0);
     int n = ::poll(fds.data(), fds.size(), timeout);
@@ -350,12 +350,30 @@ void server::run() {
       [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof v);
     }
     if (stop_.load(std::memory_order_relaxed)) break;
-    for (std::size_t i = first_client; i < first_http; ++i)
-      if (fds[i].revents)
-        if (client* c = find(keys[i])) serve(*c);
+    collect_loads();
+    quiet.clear();
+    for (std::size_t i = first_client; i < first_http; ++i) {
+      client* c = find(keys[i]);
+      if (!c) continue;
+      if (!fds[i].revents) {
+        quiet.push_back(keys[i]);
+        continue;
+      }
+      if (fds[i].revents & POLLERR) c->dead = true;
+      if (fds[i].revents & POLLHUP) read_client(*c, true);
+      else if (fds[i].revents & POLLIN) read_client(*c, false);
+      if (fds[i].revents & POLLOUT && c->flush() > 0) c->active_ms = steady_ms();
+    }
+    answer_requests();
+    for (auto& c : clients_)
+      if (c.eof && !c.awaiting && !c.has_line() && !c.wants_write()) c.dead = true;  // all it sent is answered
+    expire_idle(quiet, steady_ms());
     // The http list may grow in accept_http below: index what was polled.
-    for (std::size_t i = first_http; i < fds.size(); ++i)
-      if (fds[i].revents) serve_http(http_[i - first_http]);
+    for (std::size_t i = first_http; i < fds.size(); ++i) {
+      http_client& h = http_[i - first_http];
+      if (fds[i].revents) serve_http(h);
+      else if (steady_ms() >= h.accepted_ms + idle_limit) h.dead = true;  // a head never finished, or never read
+    }
     drop_dead();  // first: a client that just left hands its slot to the next
     if (fds[1].revents & POLLIN) accept_clients();
     if (metrics_fd_ >= 0 && (fds[2].revents & POLLIN)) accept_http();

@@ -13,6 +13,7 @@
 // worker. Call start() and destroy the handle from any thread that is not a
 // worker; the handle must be gone before the node stops.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +23,17 @@ namespace herd::observer {
 struct options {
   std::string path;          // the socket; its directory must be enterable by this user only
   std::string metrics_addr;  // "127.0.0.1:PORT" (or "[::1]:PORT"): Prometheus text; empty: none
+  // What a client may take of the node (docs/observer-protocol.md, "Limits"):
+  // a client that sends no request and reads no reply for idle_timeout (and
+  // runs no trace) is told `idle_timeout` and closed, as is a metrics
+  // connection not answered by then; each client's requests are answered at
+  // most requests_per_s a second on average (bursts of request_burst), the
+  // rest wait in its socket; and answering all clients together uses at most
+  // max_cpu_share of one core on average.
+  std::chrono::milliseconds idle_timeout{10000};
+  double requests_per_s = 20;
+  double request_burst = 40;
+  double max_cpu_share = 0.25;
 };
 
 class server;
