@@ -68,7 +68,7 @@ stage_done "tsan build"
 
 stage "tsan tests (runtime, actors, supervisors, net, observer; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error -R "^($(IFS="|"; echo "${tsan_tests[*]}")): "
+  ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error -R "^($(IFS="|"; echo "${tsan_tests[*]}")):"
 stage_done "tsan tests (runtime, actors, supervisors, net, observer; small scale)"
 
 stage "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
