@@ -43,6 +43,14 @@ RUN_BEFORE_S = 2.0
 RUN_AFTER_S = 3.0
 
 
+def kill_and_clean(p, moddir):
+    """A test's end, passed or not: its server stopped by PID, its module directory gone."""
+    if p and p.poll() is None:
+        p.kill()
+        p.wait()
+    shutil.rmtree(moddir, ignore_errors=True)
+
+
 def fail(msg):
     print("FAIL: " + msg, flush=True)
     sys.exit(1)
@@ -143,10 +151,7 @@ def failures(server, v1):
             fail(f"the refused SIGHUP load was not reported: {err!r}")
         print("PASS", flush=True)
     finally:
-        if p and p.poll() is None:
-            p.kill()
-            p.wait()
-        shutil.rmtree(moddir, ignore_errors=True)
+        kill_and_clean(p, moddir)
 
 
 def options(server, echo_server, echo_v1):
@@ -292,10 +297,7 @@ def overwrite(server, v1, v2):
             fail(f"exit code {p.returncode}")
         print("PASS", flush=True)
     finally:
-        if p and p.poll() is None:
-            p.kill()
-            p.wait()
-        shutil.rmtree(moddir, ignore_errors=True)
+        kill_and_clean(p, moddir)
 
 
 def first_answer_sync(port):
@@ -392,10 +394,7 @@ def main():
             fail(f"exit code {code} after SIGTERM; stderr: {p.stderr.read()}")
         print("PASS", flush=True)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        shutil.rmtree(moddir, ignore_errors=True)
+        kill_and_clean(p, moddir)
 
 
 if __name__ == "__main__":
