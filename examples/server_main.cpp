@@ -220,6 +220,9 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
     herd::pid root = herd::self();
     // Detached: it only ever waits in sigwait, and ends with the process.
     std::thread([root, stop_set] {
+      // Started from a worker, it would inherit that worker's name (herd-wN):
+      // tools that find workers by name would count it as one.
+      pthread_setname_np(pthread_self(), "herd-signals");
       for (;;) {
         int signo = 0;
         sigwait(&stop_set, &signo);

@@ -71,6 +71,7 @@
 #include "code/staging.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,6 +158,8 @@ void registry::unreferenced(module_version* v) noexcept {
 }
 
 void registry::reaper_main() {
+  // Not named after the worker that started it (tools count workers by name).
+  pthread_setname_np(pthread_self(), "herd-reaper");
   std::unique_lock<std::mutex> g(m);
   for (;;) {
     cv_.wait(g, [&] { return !doomed_.empty(); });
