@@ -26,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from net_examples import LineClient, Server, broadcast, connect, eventually, fail, read_until_cut_off  # noqa: E402
+from net_examples import LineClient, Server, broadcast, connect, eventually, fail, read_until_cut_off, recv_exact  # noqa: E402
 
 DEADLINE_S = 120
 # Under a sanitizer freed memory is held back (ASan's quarantine), so the
@@ -319,11 +319,16 @@ def test_neighbours(path, members=500 if SMALL else 2000, lines=200 if SMALL els
         ms = [connect(srv.port) for _ in range(members)]
         for m in ms:  # every JOIN sent, then every reply read: no round trip each
             m.sendall(b"JOIN big\n")
-        want = {m.fileno(): len(b"OK JOIN big\n") for m in ms}
+        # Every member in before the first line: a JOIN the server has not
+        # read yet (its connection not even accepted while the fan-out runs)
+        # would come after the lines it is waiting for.
+        for m in ms:
+            m.settimeout(DEADLINE_S)
+            if recv_exact(m, len(b"OK JOIN big\n")) != b"OK JOIN big\n":
+                fail("a member's JOIN was not answered OK")
         text = "x" * 20
         per_line = len("MSG big 0000 %s\n" % text)
-        for m in ms:
-            want[m.fileno()] += per_line * lines
+        want = {m.fileno(): per_line * lines for m in ms}
         got = {fd: 0 for fd in want}
         done = threading.Event()
         err = []
