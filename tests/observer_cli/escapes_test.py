@@ -43,32 +43,33 @@ def expect_terminal_safe(data, what):
     return text
 
 
+def run_safe(cli, node, args, code, stream, prefix=""):
+    """Runs the CLI against node; checks its exit code and that the chosen
+    stream ("stdout" or "stderr") holds no raw control character. Returns
+    (what, that stream's text)."""
+    what = prefix + " ".join(args)
+    r = run_bytes(cli, "--socket", node.socket, *args)
+    expect(r.returncode == code, "%s: exit %d" % (what, r.returncode), r.stderr)
+    return what, expect_terminal_safe(getattr(r, stream), what)
+
+
 def every_view_is_escaped(cli):
     with FakeNode("hostile") as node:
         for args in VIEWS:
-            what = " ".join(args)
-            r = run_bytes(cli, "--socket", node.socket, *args)
-            expect(r.returncode == 0, "%s: exit %d" % (what, r.returncode), r.stderr)
-            out = expect_terminal_safe(r.stdout, what)
+            what, out = run_safe(cli, node, args, 0, "stdout")
             expect(ESCAPED in out, what + ": the node's text is shown, escaped", out)
 
 
 def every_error_line_is_escaped(cli):
     with FakeNode("hostile") as node:
         for args in ERRORS:
-            what = " ".join(args)
-            r = run_bytes(cli, "--socket", node.socket, *args)
-            expect(r.returncode == 1, "%s: exit %d" % (what, r.returncode), r.stderr)
-            err = expect_terminal_safe(r.stderr, what)
+            what, err = run_safe(cli, node, args, 1, "stderr")
             expect(err.startswith("herd-observer: the node answered ") and ESCAPED in err,
                    what + ": the node's code and message, escaped", err)
             expect(len(err.splitlines()) == 1, what + ": one line", err)
     with FakeNode("hostile_raw") as node:
         for args in (["overview"], ["processes"], ["trace", "5.0"]):
-            what = "raw bytes, " + " ".join(args)
-            r = run_bytes(cli, "--socket", node.socket, *args)
-            expect(r.returncode == 1, "%s: exit %d" % (what, r.returncode), r.stderr)
-            err = expect_terminal_safe(r.stderr, what)
+            what, err = run_safe(cli, node, args, 1, "stderr", "raw bytes, ")
             expect("not JSON: not json \\x1b[2J\\x07\\u009b31m\\x7f\\xff\\xfe\\x0d\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x9c{" in err,
                    what + ": the line, escaped",
                    err)
