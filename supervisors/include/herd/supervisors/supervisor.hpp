@@ -109,9 +109,9 @@ struct child_counts {
 child_counts count_children(pid sup);
 
 // exit(sup, reason), then waits until it has ended (after its children).
-// Returns its exit reason (noproc if it was already gone), or std::nullopt
-// if it is still alive after `timeout`.
-std::optional<exit_reason> stop(pid sup, exit_reason reason = exit_reason::shutdown(),
+// Returns its exit reason (noproc if it was already gone), or errc::timeout
+// if it is still alive after `timeout` (it goes on stopping).
+result<exit_reason> stop(pid sup, exit_reason reason = exit_reason::shutdown(),
                                 std::chrono::milliseconds timeout = herd::infinity);
 
 }  // namespace herd::supervisor
