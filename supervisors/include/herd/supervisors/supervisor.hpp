@@ -9,7 +9,9 @@
 //       sup::supervisor_spec("conns", {.strategy = sup::simple_one_for_one},
 //                            {{.id = "conn", .start = [](int fd) { serve(fd); }, .restart = sup::temporary}}),
 //   });
-//   sup::start_child(conns_pid, 7);   // a dynamic child: serve(7)
+//   if (!top) log(top.error().message());               // e.g. "start_failed: ..."
+//   if (auto c = sup::start_child(conns_pid, 7); !c)    // a dynamic child: serve(7)
+//     log(c.error().message());
 //
 // Children start in order and stop in reverse order; a nested supervisor is
 // waited for until its own children are up, so start_link returns with the
