@@ -153,7 +153,7 @@ result<> stop_listener(std::string_view name) {
   if (!l) return not_found(name);
   uint64_t v = l->sup.load(std::memory_order_relaxed);
   pid sup{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
-  herd::supervisor::stop(sup, exit_reason::shutdown());
+  (void)herd::supervisor::stop(sup, exit_reason::shutdown());  // no timeout: only ends once it has
   l->close_listen();
   // The tree is gone, so nothing reads the handler any more; destroy it now,
   // in the caller, not when the state is freed (retired: possibly only at

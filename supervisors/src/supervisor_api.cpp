@@ -13,6 +13,7 @@
 #include "state.hpp"
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace herd::supervisor {
@@ -31,8 +32,18 @@ const char* to_string(errc e) noexcept {
     case errc::bad_args: return "bad_args";
     case errc::simple_one_for_one: return "simple_one_for_one";
     case errc::invalid_spec: return "invalid_spec";
+    case errc::timeout: return "timeout";
   }
   return "?";
+}
+
+std::string error::message() const {
+  std::string what = to_string(code);
+  if (child) {
+    what += ' ';  // (not " " + ...: GCC 12 warns about that concatenation, wrongly)
+    what += child.to_string();
+  }
+  return herd::detail::code_and_detail(what.c_str(), detail);
 }
 
 const char* to_string(restart_strategy s) noexcept {
@@ -116,7 +127,7 @@ std::vector<child_info> which_children(pid sup) {
 
 child_counts count_children(pid sup) { return call<child_counts>(sup, req::count{}, herd::infinity); }
 
-std::optional<exit_reason> stop(pid sup, exit_reason reason, std::chrono::milliseconds timeout) {
+result<exit_reason> stop(pid sup, exit_reason reason, std::chrono::milliseconds timeout) {
   // Unlinked first: a parent that stops its supervisor is not taken down by
   // the supervisor's (non-normal) exit.
   unlink(sup);
@@ -125,8 +136,10 @@ std::optional<exit_reason> stop(pid sup, exit_reason reason, std::chrono::millis
   std::optional<exit_reason> r;
   receive(when([m](const down& d) { return d.ref == m; }, [&](down&& d) { r.emplace(std::move(d.reason)); }),
           after(timeout));
-  if (!r) demonitor(m);
-  return r;
+  if (r) return std::move(*r);
+  demonitor(m);
+  return error{errc::timeout, no_pid,
+               "stop " + sup.to_string() + ": still alive after " + std::to_string(timeout.count()) + " ms"};
 }
 
 }  // namespace herd::supervisor

@@ -28,6 +28,7 @@
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/links.hpp>
 #include <herd/actors/message.hpp>
+#include <herd/actors/ok.hpp>
 #include <herd/actors/pid.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/registry.hpp>
@@ -43,10 +44,6 @@
 #include <utility>
 
 namespace herd {
-
-// An empty reply, for calls that only need to know they were done (what a
-// herd::server's handle_call that returns void or herd::ok replies).
-struct ok {};
 
 // Where a reply goes.
 struct from {

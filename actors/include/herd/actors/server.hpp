@@ -25,7 +25,8 @@
 //   int v = s.call(app::get{});                       // reply type checked at compile time
 //   int w = herd::call<int>(s, app::get{});           // or the plain, untyped call
 //   herd::cast(s, app::inc{2});
-//   herd::stop_server(s);                             // terminate runs; returns once it exited
+//   auto why = herd::stop_server(s, herd::exit_reason::normal(), 5s);  // terminate runs; once it exited
+//   if (!why) ...                                    // errc::timeout: still running after 5 s
 //
 // Design choices:
 //  * CRTP, no virtuals. The loop is instantiated for the class, so every
@@ -81,6 +82,7 @@
 //    for connections; the module's export_state/code_change carry the state.
 #pragma once
 #include <herd/actors/call.hpp>
+#include <herd/actors/error.hpp>
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/hibernate.hpp>
 #include <herd/actors/links.hpp>
@@ -296,10 +298,11 @@ hibernation serve(Args&&... args) {
 // From a process. Stops a server synchronously (gen_server:stop): the stop
 // request is taken in order with the server's other messages, terminate(reason)
 // runs, and this returns the reason the server exited with (`reason`, unless
-// terminate threw or something else ended it first) once it has exited.
-// Throws call_error: noproc if there is no such process; timeout if it has not
-// exited within `timeout` (the request stays queued; nothing is killed).
-exit_reason stop_server(pid server, exit_reason reason = exit_reason::normal(),
-                        std::chrono::milliseconds timeout = infinity);
+// terminate threw or something else ended it first) once it has exited —
+// noproc if there was no such process. errc::timeout if it has not exited
+// within `timeout` (the request stays queued; nothing is killed). The same
+// shape as supervisor::stop.
+result<exit_reason, error> stop_server(pid server, exit_reason reason = exit_reason::normal(),
+                                       std::chrono::milliseconds timeout = infinity);
 
 }  // namespace herd
