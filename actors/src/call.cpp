@@ -20,8 +20,7 @@ call_state begin_call(pid server, message* request) {
   process* p = self_process();
   if (!p) {
     destroy_message(request);
-    std::fputs("herd: call() outside a process\n", stderr);
-    std::abort();
+    require_process("herd::call");
   }
   if (server == p->id) {
     destroy_message(request);

@@ -48,6 +48,7 @@ void log_unexpected(std::string_view type_name) noexcept {
 namespace herd {
 
 exit_reason stop_server(pid server, exit_reason reason, std::chrono::milliseconds timeout) {
+  detail::require_process("herd::stop_server");
   mark_mailbox();
   monitor_ref ref = monitor(server);
   send(server, detail::srv::stop_request{std::move(reason)});

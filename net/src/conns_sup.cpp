@@ -207,6 +207,7 @@ namespace herd::net {
 
 std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size_t max,
                                                   std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::net::connections_of");
   if (!conns_sup.valid()) return std::nullopt;
   try {
     return herd::call<connections_listing>(conns_sup, detail::list_request{max}, timeout);
