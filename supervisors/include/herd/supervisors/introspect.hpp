@@ -49,8 +49,9 @@ struct tree_children {
   std::size_t more = 0;              // children left out past `max`
 };
 
-// From a process. Asks `sup` for its children (at most `max` listed); nullopt
-// when it did not answer within `timeout` or is gone.
+// From a process (elsewhere: herd::not_in_process). Asks `sup` for its
+// children (at most `max` listed); nullopt when it did not answer within
+// `timeout` or is gone.
 std::optional<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout);
 
 }  // namespace herd::supervisor
