@@ -299,9 +299,11 @@ void free_body(body* b) noexcept {
 body* take_continuation(hibernation&& h) noexcept { return h.release(); }
 
 [[noreturn]] void throw_hibernate(body* b) {
-  if (!self_process()) {
-    free_body(b);
+  try {
     require_process("herd::hibernate");
+  } catch (...) {
+    free_body(b);  // the continuation will never run
+    throw;
   }
   throw hibernate_unwind{b};
 }

@@ -276,7 +276,8 @@ server_ref<S> start_server_link(Args&&... args) {
 }
 
 // From a process (elsewhere: not_in_process): turns this process into the
-// server S(args...) (gen_server:enter_loop). This is how a server runs under a supervisor:
+// server S(args...) (gen_server:enter_loop). This is how a server runs under
+// a supervisor:
 //
 //   {.id = "counter", .start = [] { return herd::serve<counter>(5); }}
 //
