@@ -108,6 +108,36 @@ TEST_CASE("queries about the calling process answer none outside a process", "[o
   CHECK(inside);
 }
 
+// Issue 15 item 8: main, holding a node that runs nothing — made but not run
+// yet, or after run returned — is no process either, and hears the same rule.
+TEST_CASE("in main beside a node that runs nothing (before and after run) the one rule holds", "[outside]") {
+  auto in_main = [](const std::function<void()>& fn) {
+    outcome o;
+    try {
+      fn();
+      o.other = "returned";
+    } catch (const herd::not_in_process& e) {
+      o.threw_not_in_process = true;
+      o.call = e.call();
+      o.what = e.what();
+    } catch (const std::exception& e) {
+      o.other = std::string("threw another exception: ") + e.what();
+    }
+    return o;
+  };
+  auto calls = [&](const char* when) {
+    INFO(when);
+    check(in_main([] { herd::receive([](int) {}, herd::after(0ms, [] {})); }), "herd::receive", false);
+    check(in_main([] { herd::sleep(1ms); }), "herd::sleep", false);
+    check(in_main([] { herd::call<int>(herd::pid{}, 1, 10ms); }), "herd::call", false);
+    check(in_main([] { (void)sup::start_link({}, {}); }), "herd::supervisor::start_link", false);
+  };
+  herd::node n(herd::test::opts(1));
+  calls("before run");
+  n.run([] {});
+  calls("after run");
+}
+
 // actors: receive.hpp
 TEST_CASE("outside a process: herd::receive", "[outside]") {
   expect_outside("herd::receive", [](herd::pid) { herd::receive([](int) {}, herd::after(0ms, [] {})); });
