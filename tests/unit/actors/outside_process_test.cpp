@@ -108,6 +108,24 @@ TEST_CASE("queries about the calling process answer none outside a process", "[o
   CHECK(inside);
 }
 
+// The any-thread side of the rule, with no node at all: sends are dropped
+// (nothing could receive them) and nothing crashes — send_after used to
+// dereference the missing runtime.
+TEST_CASE("with no node running send and send_after from a plain thread drop the message", "[outside]") {
+  std::ptrdiff_t before = herd::node::live_messages();
+  outcome o = on_plain_thread([] {
+    herd::send(herd::pid{}, 1);
+    if (herd::send("nobody-has-this-name", 1)) throw std::runtime_error("send by name delivered");
+    herd::timer_ref t = herd::send_after(1ms, herd::pid{}, std::string("late"));
+    herd::timer_ref n = herd::send_after(1ms, "nobody-has-this-name", 2);
+    if (herd::read_timer(t) != -1 || herd::cancel_timer(t)) throw std::runtime_error("a timer was armed");
+    if (herd::read_timer(n) != -1 || herd::cancel_timer(n)) throw std::runtime_error("a named timer was armed");
+    if (herd::whereis("nobody-has-this-name")) throw std::runtime_error("whereis found a name");
+  });
+  CHECK(o.other == "returned");
+  CHECK(herd::node::live_messages() == before);
+}
+
 // Issue 15 item 8: main, holding a node that runs nothing — made but not run
 // yet, or after run returned — is no process either, and hears the same rule.
 TEST_CASE("in main beside a node that runs nothing (before and after run) the one rule holds", "[outside]") {
