@@ -58,6 +58,7 @@ const char* to_string(errc e) noexcept {
 std::string error::message() const { return herd::detail::code_and_detail(to_string(code), detail); }
 
 result<exit_reason, error> stop_server(pid server, exit_reason reason, std::chrono::milliseconds timeout) {
+  detail::require_process("herd::stop_server");
   mark_mailbox();
   monitor_ref ref = monitor(server);
   send(server, detail::srv::stop_request{std::move(reason)});

@@ -206,6 +206,7 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
 namespace herd::net {
 
 result<connections_listing> connections_of(herd::pid conns_sup, std::size_t max, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::net::connections_of");
   if (!conns_sup.valid()) return error{errc::not_found, 0, "connections_of: no conns_sup (an empty pid)"};
   try {
     return herd::call<connections_listing>(conns_sup, detail::list_request{max}, timeout);

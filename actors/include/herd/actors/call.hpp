@@ -104,7 +104,8 @@ bool unwinding_for_exit() noexcept;
 [[noreturn]] void terminate_call_while_exiting(const call_state& st);
 }  // namespace detail
 
-// From a process. Throws call_error on timeout, noproc or the server's exit,
+// From a process; elsewhere it throws not_in_process (a call needs a mailbox
+// for the reply). Throws call_error on timeout, noproc or the server's exit,
 // and at once with calling_self when `server` is the caller itself (it could
 // only wait out its timeout).
 template <class R, class Req>
@@ -147,6 +148,7 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
 // (OTP's {Name, Node} form waits for distribution: herd nodes have no names.)
 template <class R, class Req>
 R call(std::string_view name, Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  detail::require_process("herd::call");  // before the lookup: the rule, not noproc, is the answer
   std::optional<pid> to = whereis(name);
   if (!to) detail::throw_call_error(call_error::noproc, detail::call_state{0, no_pid, false}, exit_reason::noproc(),
                                     timeout, name);

@@ -122,8 +122,9 @@ std::string module_dir();
 // destroyed as a check of the factory.
 result<loaded> load(const std::string& path, const load_options& o = {});
 
-// From a process. Makes `name`'s current version old (no new handlers; the
-// running ones go on), with the same purge rules as load. The version is
+// From a process, or from a foreign thread (inline), as load. Makes `name`'s
+// current version old (no new handlers; the running ones go on), with the
+// same purge rules as load. The version is
 // dlclosed once unreferenced.
 result<loaded> unload(const std::string& name, const load_options& o = {});
 

@@ -19,8 +19,9 @@
 // (herd::hibernate with a continuation that captures the socket) so an idle
 // connection costs little memory.
 //
-// Every function here is for code running in a process (they call into the
-// tree); `listeners()` and `info()` may be called from any thread.
+// Every function here marked "From a process" throws herd::not_in_process
+// when called from anywhere else (they call into the tree); the ones marked
+// "Any thread" may be called from any thread.
 #pragma once
 #include <herd/net/result.hpp>
 #include <herd/net/tcp.hpp>
@@ -124,7 +125,7 @@ result<> stop_listener(std::string_view name);
 // waits up to `timeout` for them to end, then stops the listener (killing
 // the rest, and logging how many there were).
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout);
-// From a process. Acceptors stop accepting / accept again. While suspended,
+// Any thread. Acceptors stop accepting / accept again. While suspended,
 // new connections wait in the kernel's backlog (up to its size).
 result<> suspend_listener(std::string_view name);
 result<> resume_listener(std::string_view name);

@@ -50,9 +50,9 @@ struct tree_children {
   std::size_t more = 0;              // children left out past `max`
 };
 
-// From a process. Asks `sup` for its children (at most `max` listed):
-// errc::timeout when it did not answer within `timeout`, errc::not_found when
-// it is gone.
+// From a process (elsewhere: herd::not_in_process). Asks `sup` for its
+// children (at most `max` listed): errc::timeout when it did not answer
+// within `timeout`, errc::not_found when it is gone.
 result<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout);
 
 }  // namespace herd::supervisor

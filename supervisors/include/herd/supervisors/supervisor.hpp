@@ -32,7 +32,9 @@
 //
 // Every function below is for code running in a process (it calls the
 // supervisor with herd::call and waits without a timeout, as OTP does; the
-// call monitors the supervisor, so one that dies ends the wait). A
+// call monitors the supervisor, so one that dies ends the wait); from
+// anywhere else each throws herd::not_in_process naming itself, and
+// supervisor_spec, which only builds a spec, works anywhere. A
 // supervisor that is gone makes these throw herd::call_error.
 #pragma once
 #include <herd/actors/exit_reason.hpp>
