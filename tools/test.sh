@@ -26,14 +26,15 @@ build() {  # dir, extra cmake args... [-- targets...]
 
 # Lock rules (runtime/include/herd/runtime/thread_safety.hpp): clang's
 # thread-safety analysis with its warnings as errors. First, cheap stage: a
-# broken lock rule fails the run before the long builds. Layers annotated so
-# far: the runtime, most of actors (not yet the code loader and the node),
-# the supervisors.
+# broken lock rule fails the run before the long builds. Every mutex-guarded
+# field is annotated: the runtime, actors (with the code loader and the node),
+# the supervisors, net, and the observer's node-side server and its CLI.
 stage "clang thread-safety analysis"
 cmake -S . -B build-tsa -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=None -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=OFF \
+  -DCMAKE_BUILD_TYPE=None -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=ON \
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta" >/dev/null
-cmake --build build-tsa -j "$jobs" --target herd_runtime herd_actors herd_supervisors
+cmake --build build-tsa -j "$jobs" --target herd_runtime herd_actors herd_supervisors herd_net \
+  herd_observer herd-observer
 stage_done "clang thread-safety analysis"
 
 stage "release build"

@@ -165,7 +165,7 @@ load_result prepare(const std::string& path, const std::string& dir, uint64_t ma
   }
 
   {
-    std::lock_guard<std::mutex> g(reg.m);
+    rt::lock_guard<rt::mutex> g(code::registry_mutex);
     v->name = d->name;
     v->version = d->version;
     for (uint32_t i = 0; i < d->upgrade_from_count; ++i) v->upgrade_from.emplace_back(d->upgrade_from[i]);
