@@ -17,7 +17,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 
 #include <atomic>
 #include <cstdio>

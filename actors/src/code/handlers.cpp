@@ -11,7 +11,7 @@
 #include <herd/actors/process.hpp>
 #include <herd/actors/send.hpp>
 
-#include "code/registry.hpp"
+#include "code/module_registry.hpp"
 
 #include <herd/runtime/thread_safety.hpp>
 #include <new>

@@ -1,5 +1,5 @@
 // One loaded copy of a module (one dlopen): the host's record of it. Owned by
-// the registry (registry.hpp); reached from module code through its anchor.
+// the registry (module_registry.hpp); reached from module code through its anchor.
 #pragma once
 #include <herd/actors/module.hpp>
 #include <herd/runtime/thread_safety.hpp>
@@ -13,7 +13,7 @@
 namespace herd::detail {
 
 namespace code {
-// The code server's one lock: the registry's tables (registry.hpp) and the
+// The code server's one lock: the registry's tables (module_registry.hpp) and the
 // fields of a version marked below. A global rather than a member of the
 // registry so that a version's fields can name it. A short lock: nothing
 // under it blocks, sends or calls module code.

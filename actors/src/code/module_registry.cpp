@@ -62,7 +62,7 @@
 //    table[n].old, if any, is in state old and has refs > 0 (at zero it is
 //    moved to unloading under the same lock).
 //  * The mutex is never held across a suspension, a send or module code.
-#include "code/registry.hpp"
+#include "code/module_registry.hpp"
 
 #include <herd/actors/process.hpp>
 #include <herd/actors/module.hpp>

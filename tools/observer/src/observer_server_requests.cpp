@@ -1,8 +1,8 @@
 // Taking requests from the clients (the design is at the top of
-// server.cpp, "Pacing" and "Idle clients"): reading up to a whole line,
+// observer_server.cpp, "Pacing" and "Idle clients"): reading up to a whole line,
 // choosing whose request is answered next, the idle timeout, and `load`
 // answered by a helper process.
-#include "server.hpp"
+#include "observer_server.hpp"
 
 #include <herd/actors/spawn.hpp>
 

@@ -9,7 +9,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 
 #include <string>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-// The observer's thread and everything it owns (see server.cpp).
+// The observer's thread and everything it owns (see observer_server.cpp).
 #pragma once
 #include "client.hpp"
 #include "dispatch.hpp"
@@ -123,7 +123,7 @@ class server {
   uint64_t accept_paused_until_ = 0;  // steady ms; out of fds and no spare
   client* current_ = nullptr;  // the client whose request is being answered
   std::list<pending_load> loads_;
-  // Pacing (server.cpp): the limits, the CPU budget of all requests, and
+  // Pacing (observer_server.cpp): the limits, the CPU budget of all requests, and
   // the fair-share clock (the vtime of the request answered last).
   options limits_;
   token_bucket cpu_;

@@ -1,5 +1,5 @@
 // The code server's state: per module name a current and an old version, and
-// every loaded copy until it is dlclosed. See registry.cpp for the design.
+// every loaded copy until it is dlclosed. See module_registry.cpp for the design.
 #pragma once
 #include "code/version.hpp"
 
