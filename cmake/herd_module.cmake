@@ -10,7 +10,7 @@
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
 # herd_add_module compiles with
-#   -fno-gnu-unique       g++ otherwise makes inline variables and function-local statics of
+#   -fno-gnu-unique       (g++) g++ otherwise makes inline variables and function-local statics of
 #                         default visibility (std::make_shared's type tag, anything in std::)
 #                         STB_GNU_UNIQUE, and the dynamic linker never unloads an object that
 #                         defines one. herd's loader refuses such a module.
@@ -42,7 +42,8 @@ function(herd_add_module name)
   target_compile_options(${name} PRIVATE -fvisibility=hidden -fvisibility-inlines-hidden
     -fstack-clash-protection -fPIC)
   if(NOT M_HERD_TEST_KEEP_GNU_UNIQUE)
-    target_compile_options(${name} PRIVATE -fno-gnu-unique)
+    # g++ only: clang makes no STB_GNU_UNIQUE symbols, and refuses the option.
+    target_compile_options(${name} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
   endif()
   target_link_options(${name} PRIVATE -Wl,-Bsymbolic)
 endfunction()

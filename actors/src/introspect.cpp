@@ -33,7 +33,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 #include "signals.hpp"
 
 #include <algorithm>

@@ -43,7 +43,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 
 #include <fcntl.h>
 #include <linux/futex.h>

@@ -17,7 +17,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -69,7 +69,7 @@ void node_state::note_spawn() noexcept {
     auto& c = per_thread[w].spawned;
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else {
-    std::lock_guard<std::mutex> g(foreign_counts_m);
+    rt::lock_guard<rt::mutex> g(foreign_counts_m);
     auto& c = per_thread[workers].spawned;
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -80,7 +80,7 @@ void node_state::note_exit(process* p) noexcept {
   auto& c = per_thread[w < workers ? w : workers].exited;
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (p->is_root || (draining.load(std::memory_order_relaxed) && live() == 0)) {
-    std::lock_guard<std::mutex> g(m);
+    rt::lock_guard<rt::mutex> g(m);
     if (p->is_root) {
       root_done = true;
       root_reason = p->final_reason ? *p->final_reason : exit_reason::normal();
@@ -141,9 +141,11 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
   impl_->runtime.start();
 
   detail::spawn_root(std::move(fn), opts);
+  exit_reason root_reason;
   {
-    std::unique_lock<std::mutex> g(st.m);
-    st.cv.wait(g, [&] { return st.root_done; });
+    rt::unique_lock g(st.m);
+    while (!st.root_done) st.cv.wait(g.native());
+    root_reason = st.root_reason;
   }
 
   st.draining.store(true, std::memory_order_relaxed);
@@ -177,7 +179,7 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
     signalled.erase(std::unique(signalled.begin(), signalled.end()), signalled.end());
   };
   {
-    std::unique_lock<std::mutex> g(st.m);
+    rt::unique_lock g(st.m);
     while (st.live() > 0) {
       g.unlock();
       signal_all();  // shutdown once to each new target; kill to all past two thirds
@@ -194,13 +196,13 @@ exit_reason node::run(std::function<void()> fn, const spawn_options& opts) {
         });
         std::abort();
       }
-      st.cv.wait_for(g, std::chrono::milliseconds(10));
+      st.cv.wait_for(g.native(), std::chrono::milliseconds(10));
     }
   }
   impl_->runtime.stop();
   std::set_terminate(detail::g_prev_terminate);
   detail::g_node.store(nullptr, std::memory_order_release);
-  return st.root_reason;
+  return root_reason;
 }
 
 node_stats node::stats() const noexcept {

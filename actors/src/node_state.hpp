@@ -3,13 +3,13 @@
 #pragma once
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/node.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include "process_table.hpp"
 
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 
 namespace herd::detail {
 
@@ -30,13 +30,15 @@ struct node_state {
     std::atomic<uint64_t> exited{0};
   };
   std::unique_ptr<counts[]> per_thread;
-  std::mutex foreign_counts_m;
+  // Serialises the foreign threads' writes to per_thread[workers] (an
+  // element the analysis cannot name: its counters stay atomic for readers).
+  rt::mutex foreign_counts_m;
 
-  std::mutex m;  // root_* below, and waking the node's thread
+  rt::mutex m;  // root_* below, and waking the node's thread
   std::condition_variable cv;
-  bool root_done = false;
+  bool root_done HERD_GUARDED_BY(m) = false;
+  exit_reason root_reason HERD_GUARDED_BY(m);
   std::atomic<bool> draining{false};  // the node waits for the last exit
-  exit_reason root_reason;
 };
 
 // The running node's state, or nullptr. Any thread.

@@ -24,7 +24,7 @@
 #include <herd/runtime/sched.hpp>
 
 #include "node_state.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 #include "signals.hpp"
 #include "trace.hpp"
 

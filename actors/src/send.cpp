@@ -7,7 +7,7 @@
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 #include "signals.hpp"
 #include "trace.hpp"
 

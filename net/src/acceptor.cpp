@@ -44,14 +44,14 @@ template <class Ok>
 void wait_until(listener_state& l, wait_reason r, Ok ok) {
   pid me = herd::self();
   {
-    std::lock_guard<std::mutex> g(l.wait_m);
+    rt::lock_guard<rt::mutex> g(l.wait_m);
     l.waiting[static_cast<int>(r)].push_back(me);
   }
   // Checked after registering: a waker that changed the condition before we
   // registered is seen here; one that changes it later finds us in the list.
   if (!ok()) herd::receive([](const acceptor_wake&) {});
   {
-    std::lock_guard<std::mutex> g(l.wait_m);
+    rt::lock_guard<rt::mutex> g(l.wait_m);
     auto& v = l.waiting[static_cast<int>(r)];
     if (auto it = std::find(v.begin(), v.end(), me); it != v.end()) v.erase(it);
   }
@@ -106,7 +106,7 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
       sockaddr_in6 peer{};
       socklen_t plen = sizeof peer;
-      int fd = accept4(l.lfd, reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int fd = accept4(l.listen_fd_while_accepting(), reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         got.fds.push_back(fd);
         got.peers.push_back(peer);

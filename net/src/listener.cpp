@@ -40,11 +40,11 @@ namespace {
 
 using detail::listener_state;
 
-std::mutex g_m;
-std::map<std::string, std::shared_ptr<listener_state>, std::less<>> g_listeners;
+rt::mutex g_m;
+std::map<std::string, std::shared_ptr<listener_state>, std::less<>> g_listeners HERD_GUARDED_BY(g_m);
 
 std::shared_ptr<listener_state> find(std::string_view name) {
-  std::lock_guard<std::mutex> g(g_m);
+  rt::lock_guard<rt::mutex> g(g_m);
   auto it = g_listeners.find(name);
   return it == g_listeners.end() ? nullptr : it->second;
 }
@@ -62,7 +62,7 @@ int somaxconn() {
 void tree_ended(const std::shared_ptr<listener_state>& l) noexcept {
   l->close_listen();
   std::shared_ptr<listener_state> gone;  // released outside the lock
-  std::lock_guard<std::mutex> g(g_m);
+  rt::lock_guard<rt::mutex> g(g_m);
   auto it = g_listeners.find(l->name);
   if (it != g_listeners.end() && it->second == l) {
     gone = std::move(it->second);
@@ -127,21 +127,21 @@ result<listener_info> start_listener(std::string name, listener_options o, conne
   l->port = port;
   l->opts = o;
   l->handler = std::move(h);
-  l->lfd = *fd;
   l->max_conns.store(o.max_connections, std::memory_order_relaxed);
-  if (int rc = rt::io_register(l->lfd, &l->src, EPOLLIN); rc < 0) {
-    ::close(std::exchange(l->lfd, -1));
+  if (int rc = rt::io_register(*fd, &l->src, EPOLLIN); rc < 0) {
+    ::close(*fd);
     return error{errc::system, -rc, "epoll_ctl ADD (listening socket)"};
   }
+  l->set_listen_fd(*fd);
   {
-    std::lock_guard<std::mutex> g(g_m);
+    rt::lock_guard<rt::mutex> g(g_m);
     if (!g_listeners.emplace(name, l).second) return error{errc::in_use, 0, "the name \"" + name + "\" is taken"};
   }
   std::shared_ptr<void> accept_side(l.get(), [l](void*) { tree_ended(l); });
   auto sup = detail::start_listener_sup(l, std::move(accept_side));
   if (!sup) {
     // The supervisor may not have freed its specs yet: the name is free now.
-    std::lock_guard<std::mutex> g(g_m);
+    rt::lock_guard<rt::mutex> g(g_m);
     if (auto it = g_listeners.find(name); it != g_listeners.end() && it->second == l) g_listeners.erase(it);
     return sup.error();
   }
@@ -163,7 +163,7 @@ result<> stop_listener(std::string_view name) {
   // the module, which may be unloaded by then.
   connection_handler dead;
   {
-    std::lock_guard<std::mutex> g(g_m);
+    rt::lock_guard<rt::mutex> g(g_m);
     dead = std::move(l->handler);
     l->handler = nullptr;
     auto it = g_listeners.find(name);
@@ -227,7 +227,7 @@ result<listener_info> info(std::string_view name) {
 
 std::vector<listener_info> listeners() {
   std::vector<listener_info> out;
-  std::lock_guard<std::mutex> g(g_m);
+  rt::lock_guard<rt::mutex> g(g_m);
   for (auto& [n, l] : g_listeners) out.push_back(l->snapshot());
   return out;
 }

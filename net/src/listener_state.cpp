@@ -48,7 +48,7 @@ void listener_state::unreserve(std::size_t n) {
 bool listener_state::wake_one(wait_reason r) {
   pid p;
   {
-    std::lock_guard<std::mutex> g(wait_m);
+    rt::lock_guard<rt::mutex> g(wait_m);
     auto& v = waiting[static_cast<int>(r)];
     if (v.empty()) return false;
     p = v.back();
@@ -61,7 +61,7 @@ bool listener_state::wake_one(wait_reason r) {
 void listener_state::wake_all() {
   std::vector<pid> all;
   {
-    std::lock_guard<std::mutex> g(wait_m);
+    rt::lock_guard<rt::mutex> g(wait_m);
     for (auto& v : waiting) {
       all.insert(all.end(), v.begin(), v.end());
       v.clear();
@@ -87,7 +87,7 @@ uint64_t listen_drops_of(int fd) noexcept {
 }  // namespace
 
 void listener_state::close_listen() noexcept {
-  std::lock_guard<std::mutex> g(lfd_m);
+  rt::lock_guard<rt::mutex> g(lfd_m);
   int fd = std::exchange(lfd, -1);
   if (fd < 0) return;
   final_drops = listen_drops_of(fd);
@@ -106,7 +106,7 @@ listener_info listener_state::snapshot() const {
   i.refusals = refusals.load(std::memory_order_relaxed);
   i.emfile_backoffs = emfile_backoffs.load(std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> g(lfd_m);
+    rt::lock_guard<rt::mutex> g(lfd_m);
     i.listen_drops = lfd >= 0 ? listen_drops_of(lfd) : final_drops;
   }
   i.suspended = suspended.load(std::memory_order_relaxed);

@@ -7,11 +7,11 @@
 #include <herd/actors/pid.hpp>
 #include <herd/net/listener.hpp>
 #include <herd/runtime/io.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,12 +33,23 @@ struct listener_state {
   uint16_t port = 0;
   listener_options opts;
   connection_handler handler;  // emptied by stop_listener once the tree is stopped
-  int lfd = -1;  // closed by close_listen(), after the tree stopped
+
   // Held by close_listen() and by snapshot()'s getsockopt on lfd, which runs
   // on any thread: without it the observer could read a number just closed
   // and reused.
-  mutable std::mutex lfd_m;
-  uint64_t final_drops = 0;  // listen_drops read just before the close (under lfd_m)
+  mutable rt::mutex lfd_m;
+  // Set once by start_listener; closed by close_listen(), after the tree stopped.
+  int lfd HERD_GUARDED_BY(lfd_m) = -1;
+  uint64_t final_drops HERD_GUARDED_BY(lfd_m) = 0;  // listen_drops read just before the close
+
+  // start_listener, once: the socket is registered with the poller.
+  void set_listen_fd(int fd) HERD_EXCLUDES(lfd_m) {
+    rt::lock_guard<rt::mutex> g(lfd_m);
+    lfd = fd;
+  }
+  // For the acceptors, without the lock: they run only while the tree does,
+  // and close_listen() runs after it stopped, so lfd does not change under them.
+  int listen_fd_while_accepting() const HERD_NO_THREAD_SAFETY_ANALYSIS { return lfd; }
 
   // Bumped by the poller on every readiness edge of the listening socket;
   // an acceptor that hit EAGAIN waits until it moves past the value it read
@@ -64,8 +75,8 @@ struct listener_state {
 
   // Waiting acceptors. The lock is held for a push or a pop only, never
   // across a suspension (also taken by the poller's callback).
-  std::mutex wait_m;
-  std::vector<herd::pid> waiting[3];
+  rt::mutex wait_m;
+  std::vector<herd::pid> waiting[3] HERD_GUARDED_BY(wait_m);
 
   // Any thread: takes up to `want` slots; 0 when full.
   std::size_t reserve(std::size_t want) noexcept;

@@ -3,7 +3,7 @@
 #include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/runtime.hpp>
 
-#include "context/stack_arena.hpp"
+#include "context/stack_allocator.hpp"
 #include "context/stack_pool.hpp"
 #include "io/poller.hpp"
 #include "sched/blocking_pool.hpp"

@@ -3,7 +3,7 @@
 // names the exact command that fixes it.
 #pragma once
 
-#include "context/stack_arena.hpp"
+#include "context/stack_allocator.hpp"
 
 #include <sys/resource.h>
 

@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   const int members = cfg.connections;
   for (int t = 0, first = 0; t < cfg.threads; ++t) {
     int n = members / cfg.threads + (t < members % cfg.threads ? 1 : 0);
-    ws.push_back(std::make_unique<Worker>(cfg, ctl, t, static_cast<uint32_t>(first), n,
+    ws.push_back(std::make_unique<Worker>(cfg, ctl, static_cast<uint32_t>(first), n,
                                           cfg.mode == Mode::chat && t == 0));
     first += n;
   }

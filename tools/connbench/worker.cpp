@@ -56,9 +56,9 @@ struct Conn {
   char out[16];
 };
 
-Worker::Worker(const Config& cfg, Control& ctl, int index, uint32_t first_id, int count,
+Worker::Worker(const Config& cfg, Control& ctl, uint32_t first_id, int count,
                bool owns_sender)
-    : cfg_(cfg), ctl_(ctl), index_(index), conns_(static_cast<size_t>(count) + (owns_sender ? 1 : 0)) {
+    : cfg_(cfg), ctl_(ctl), conns_(static_cast<size_t>(count) + (owns_sender ? 1 : 0)) {
   for (int i = 0; i < count; ++i) conns_[static_cast<size_t>(i)].id = first_id + static_cast<uint32_t>(i);
   if (owns_sender) {
     sender_ = &conns_.back();

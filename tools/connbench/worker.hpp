@@ -41,7 +41,7 @@ class Worker {
  public:
   // Owns connections with global ids [first_id, first_id + count); the
   // chat sender (if owns_sender) is one more connection on top of those.
-  Worker(const Config& cfg, Control& ctl, int index, uint32_t first_id, int count, bool owns_sender);
+  Worker(const Config& cfg, Control& ctl, uint32_t first_id, int count, bool owns_sender);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -81,7 +81,6 @@ class Worker {
 
   const Config& cfg_;
   Control& ctl_;
-  int index_;
   int ep_ = -1;
   std::vector<Conn> conns_;
   size_t opened_ = 0;          // connections whose connect() has been issued

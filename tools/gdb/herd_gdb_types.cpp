@@ -15,7 +15,7 @@
 #include "node_state.hpp"
 #include "process.hpp"
 #include "process_table.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 #include "runtime_impl.hpp"
 #include "sched/worker.hpp"
 

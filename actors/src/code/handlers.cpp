@@ -11,9 +11,9 @@
 #include <herd/actors/process.hpp>
 #include <herd/actors/send.hpp>
 
-#include "code/registry.hpp"
+#include "code/module_registry.hpp"
 
-#include <mutex>
+#include <herd/runtime/thread_safety.hpp>
 #include <new>
 
 namespace herd::detail {
@@ -26,7 +26,7 @@ using code::registry;
 // process. Throws module_error.
 module_version* reserve_current(std::string_view name, uint64_t interface_id, std::string_view interface_name) {
   registry& r = registry::get();
-  std::lock_guard<std::mutex> g(r.m);
+  rt::lock_guard<rt::mutex> g(code::registry_mutex);
   auto it = r.table.find(name);
   if (it == r.table.end() || !it->second.current)
     throw module_error("module " + std::string(name) + " has no current version (not loaded)");
@@ -41,8 +41,7 @@ module_version* reserve_current(std::string_view name, uint64_t interface_id, st
 
 void unreserve(module_version* v, pid owner, bool watched = false) noexcept {
   {
-    registry& r = registry::get();
-    std::lock_guard<std::mutex> g(r.m);
+    rt::lock_guard<rt::mutex> g(code::registry_mutex);
     registry::untrack_locked(v, owner);
     if (watched) registry::unwatch_locked(v, owner);
   }
@@ -95,8 +94,7 @@ void watch_handler(handler_slot& s) {
   if (!s.h || s.watched || !s.owner.valid()) return;
   bool superseded;
   {
-    registry& r = registry::get();
-    std::lock_guard<std::mutex> g(r.m);
+    rt::lock_guard<rt::mutex> g(code::registry_mutex);
     s.v->watchers.add(s.owner);
     // Under the lock commit() marks a version old and copies its watchers:
     // either it sees us, or we see the flag.
@@ -110,8 +108,7 @@ void watch_handler(handler_slot& s) {
 // the slot so that this handler does not try nv again at every message.
 void note_switch_failure(handler_slot& s, module_version* nv, const std::string& what) {
   s.refused = nv->serial;
-  registry& r = registry::get();
-  std::lock_guard<std::mutex> g(r.m);
+  rt::lock_guard<rt::mutex> g(code::registry_mutex);
   ++nv->switch_failures;
   nv->last_switch_failure = what;
 }
@@ -123,7 +120,7 @@ bool upgrade_handler(handler_slot& s) {
   pid me = herd::self();
   {
     registry& r = registry::get();
-    std::lock_guard<std::mutex> g(r.m);
+    rt::lock_guard<rt::mutex> g(code::registry_mutex);
     auto it = r.table.find(ov->name);
     nv = it == r.table.end() ? nullptr : it->second.current;
     if (!nv || nv == ov || nv->serial == s.refused || nv->interface_id != ov->interface_id ||

@@ -1,5 +1,5 @@
 // load's blocking half: from a path to a dlopened, checked version in state
-// `loading` (see registry.cpp for what happens next). Runs on the blocking
+// `loading` (see module_registry.cpp for what happens next). Runs on the blocking
 // pool: file I/O, dlopen (the loader lock, relocation, static constructors)
 // and the factory probe must not hold a worker.
 //
@@ -15,7 +15,7 @@
 #include <herd/actors/module.hpp>
 
 #include "code/elf_check.hpp"
-#include "code/registry.hpp"
+#include "code/module_registry.hpp"
 #include "code/staging.hpp"
 
 #include <cxxabi.h>
@@ -164,7 +164,7 @@ modules::result<modules::loaded> prepare(const std::string& path, const std::str
   }
 
   {
-    std::lock_guard<std::mutex> g(reg.m);
+    rt::lock_guard<rt::mutex> g(code::registry_mutex);
     v->name = d->name;
     v->version = d->version;
     for (uint32_t i = 0; i < d->upgrade_from_count; ++i) v->upgrade_from.emplace_back(d->upgrade_from[i]);

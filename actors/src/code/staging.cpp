@@ -1,6 +1,8 @@
 // See staging.hpp.
 #include "code/staging.hpp"
 
+#include <herd/runtime/thread_safety.hpp>
+
 #include "code/elf_check.hpp"
 
 #include <dirent.h>
@@ -15,7 +17,6 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <string_view>
 
 namespace herd::detail::staging {
@@ -44,8 +45,8 @@ std::string unsafe_because(const struct stat& st) {
   return {};
 }
 
-std::mutex g_dir_m;
-std::string g_dir;  // under g_dir_m
+herd::rt::mutex g_dir_m;
+std::string g_dir HERD_GUARDED_BY(g_dir_m);
 
 }  // namespace
 
@@ -297,7 +298,7 @@ void remove_stale_staging_dirs(const std::string& parent) noexcept {
 }
 
 std::string staging_dir(std::string& error) {
-  std::lock_guard<std::mutex> g(g_dir_m);
+  herd::rt::lock_guard<herd::rt::mutex> g(g_dir_m);
   if (!g_dir.empty()) return g_dir;
   const char* tmp = std::getenv("TMPDIR");
   const std::string parent = tmp && *tmp ? tmp : "/tmp";
@@ -349,7 +350,7 @@ std::string write_staged(const std::string& dir, const std::string& name, std::s
 }
 
 void remove_staging_dir() noexcept {
-  std::lock_guard<std::mutex> g(g_dir_m);
+  herd::rt::lock_guard<herd::rt::mutex> g(g_dir_m);
   if (g_dir.empty()) return;
   if (DIR* d = ::opendir(g_dir.c_str())) {
     while (dirent* e = ::readdir(d)) {

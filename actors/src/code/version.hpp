@@ -1,7 +1,8 @@
 // One loaded copy of a module (one dlopen): the host's record of it. Owned by
-// the registry (registry.hpp); reached from module code through its anchor.
+// the registry (module_registry.hpp); reached from module code through its anchor.
 #pragma once
 #include <herd/actors/module.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -10,6 +11,14 @@
 #include <vector>
 
 namespace herd::detail {
+
+namespace code {
+// The code server's one lock: the registry's tables (module_registry.hpp) and the
+// fields of a version marked below. A global rather than a member of the
+// registry so that a version's fields can name it. A short lock: nothing
+// under it blocks, sends or calls module code.
+inline rt::mutex registry_mutex;
+}  // namespace code
 
 enum class version_state {
   loading,    // dlopened, checks running; not visible to create()
@@ -77,12 +86,14 @@ struct module_version {
   // switch to the next boundary: upgrade() re-checks under the registry lock.
   std::atomic<bool> superseded{false};
 
-  // Under the registry's mutex.
-  version_state state = version_state::loading;
-  pid_multiset actors;    // one entry per live handler made in a process
-  pid_multiset watchers;  // one entry per watched live handler (code_changed)
-  uint64_t switch_failures = 0;     // upgrades to this version that threw
-  std::string last_switch_failure;  // the last one's module_error text
+  version_state state HERD_GUARDED_BY(code::registry_mutex) = version_state::loading;
+  // One entry per live handler made in a process.
+  pid_multiset actors HERD_GUARDED_BY(code::registry_mutex);
+  // One entry per watched live handler (code_changed).
+  pid_multiset watchers HERD_GUARDED_BY(code::registry_mutex);
+  // Upgrades to this version that threw, and the last one's module_error text.
+  uint64_t switch_failures HERD_GUARDED_BY(code::registry_mutex) = 0;
+  std::string last_switch_failure HERD_GUARDED_BY(code::registry_mutex);
 
   bool upgrades_from(std::string_view v) const {
     for (const auto& u : upgrade_from)

@@ -24,7 +24,7 @@
 //    TSan: one TSan fiber per pooled stack, created on first use.
 #include "context/fiber_context.hpp"
 
-#include "context/stack_arena.hpp"
+#include "context/stack_allocator.hpp"
 
 #include <boost/context/detail/fcontext.hpp>
 #include <cxxabi.h>

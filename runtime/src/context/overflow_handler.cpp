@@ -3,7 +3,7 @@
 // async-signal-safe) and calls only write(2), sigaction(2) and abort().
 #include "overflow_handler.hpp"
 
-#include "stack_arena.hpp"
+#include "stack_allocator.hpp"
 
 #include <signal.h>
 #include <sys/mman.h>

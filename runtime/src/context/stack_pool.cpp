@@ -1,4 +1,4 @@
-// Per-worker stack cache. The allocator's design is at the top of stack_arena.cpp; this file is
+// Per-worker stack cache. The allocator's design is at the top of stack_allocator.cpp; this file is
 // the fast path in front of it.
 //
 // A class's free list is LIFO, so the stack handed out is the one released last: its top pages

@@ -1,7 +1,7 @@
 // A worker's cache of free stacks, in front of the process-wide stack_allocator.
 #pragma once
 
-#include "stack_arena.hpp"
+#include "stack_allocator.hpp"
 
 #include <array>
 #include <atomic>

@@ -2,8 +2,8 @@
 // by age and cleanliness so that reuse prefers warm pages and trimming finds
 // what it can give back without scanning) and the per-class accounting the
 // pools read on their fast paths. Layout, guards and the invariants are in
-// stack_arena.cpp's header; invariants 2-4 are the ones this file keeps.
-#include "stack_arena.hpp"
+// stack_allocator.cpp's header; invariants 2-4 are the ones this file keeps.
+#include "stack_allocator.hpp"
 
 #include <sys/mman.h>
 

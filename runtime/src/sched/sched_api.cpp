@@ -107,7 +107,7 @@ void wake_from(fiber* self, fiber* target) noexcept {
 }
 
 uint64_t coarse_now_ms() noexcept {
-  if (worker* w = this_worker()) return w->coarse_ms_;
+  if (worker* w = this_worker()) return w->coarse_ms();
   return now_ms();
 }
 
@@ -115,7 +115,7 @@ void start(fiber* child) {
   worker* w = this_worker();
   fiber* self = w ? w->side.current : nullptr;
   if (self && child->prio != priority::low) {
-    w->spawned = child;
+    w->hand_spawned(child);
     suspend(self, suspend_reason::spawn);
     return;
   }
@@ -140,7 +140,7 @@ bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   }
   f->stack_class = static_cast<uint16_t>(cls);
   if (worker* w = this_worker()) {
-    f->stack = w->stacks.acquire(f->stack_class, error);
+    f->stack = w->own_stacks().acquire(f->stack_class, error);
   } else {
     lock_guard<mutex> g(rt->foreign_stacks_m);
     f->stack = rt->foreign_stacks.acquire(f->stack_class, error);
@@ -159,7 +159,7 @@ void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) n
   const bool foreign = s->foreign;
   s->foreign = false;
   if (w && !foreign) {
-    w->stacks.release(s, now);
+    w->own_stacks().release(s, now);
   } else {
     lock_guard<mutex> g(rt.foreign_stacks_m);
     rt.foreign_stacks.release(s, now);

@@ -39,9 +39,6 @@ class worker {
   // Owner and thieves exchange it: a thief takes it only on its last pass and
   // only if this worker has not switched fibers since its first pass.
   std::atomic<fiber*> run_next{nullptr};
-  fiber* direct = nullptr;         // owner only: a child spawned depth-first
-  fiber* spawned = nullptr;        // owner only: set by start() before it suspends
-  stack_pool stacks;        // owner only
   // Any thread: a process on another worker arms and cancels timers here (the
   // service has its own lock), and a thief fires them when this worker is
   // stuck in one fiber (steal's last pass).
@@ -62,7 +59,21 @@ class worker {
   std::atomic<const fiber*> running{nullptr};
   std::atomic<bool> stuck{false};
 
+  // Owner only (the caller is this worker's thread: this_worker() == this).
+  // start(): the child to run depth-first once the spawning fiber suspends.
+  void hand_spawned(fiber* child) noexcept { spawned = child; }
+  // Stacks for fibers started on this worker, and back from its fibers.
+  stack_pool& own_stacks() noexcept { return stacks; }
+  // now_ms() at the last maintenance.
+  uint64_t coarse_ms() const noexcept { return coarse_ms_; }
+
  private:
+  // Owner only, behind the accessors above.
+  fiber* direct = nullptr;   // a child spawned depth-first
+  fiber* spawned = nullptr;  // set by start() before it suspends
+  stack_pool stacks;
+  uint64_t coarse_ms_ = 0;
+
   fiber* next_local();
   fiber* next_remote();
   fiber* steal();
@@ -86,11 +97,6 @@ class worker {
   uint32_t clock_countdown_ = tuning::clock_read_every;     // picks until the TSC is read
   uint64_t next_maint_tsc_ = 0;
   bool searching_ = false;
-
- public:
-  uint64_t coarse_ms_ = 0;  // now_ms() at the last maintenance (owner thread)
-
- private:
   uint64_t rng_;
   std::string scratch_error_;
 

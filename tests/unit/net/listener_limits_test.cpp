@@ -215,14 +215,14 @@ TEST_CASE("a connection handed over after the drain began hears of it and ends n
 
     REQUIRE(herd::net::suspend_listener("late_drain"));
     REQUIRE(herd::test::eventually([&] {
-      std::lock_guard<std::mutex> g(st->wait_m);
+      herd::rt::lock_guard<herd::rt::mutex> g(st->wait_m);
       return st->waiting[static_cast<int>(herd::net::detail::wait_reason::resume)].size() == l->acceptors;
     }));
     REQUIRE(st->reserve(1) == 1);
     raw_client b(l->port);
     int fd = -1;
     REQUIRE(herd::test::eventually([&] {
-      fd = accept4(st->lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      fd = accept4(st->listen_fd_while_accepting(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       return fd >= 0;
     }));
 

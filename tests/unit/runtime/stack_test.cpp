@@ -3,7 +3,7 @@
 // this process. Build the probe with -fstack-clash-protection; point HERD_STACK_OVERFLOW_PROBE
 // at it (compile definition or environment), else it is looked for next to this binary.
 #include "context/overflow_handler.hpp"
-#include "context/stack_arena.hpp"
+#include "context/stack_allocator.hpp"
 #include "context/stack_pool.hpp"
 #include "startup_checks.hpp"
 #include "support/subprocess.hpp"

@@ -32,7 +32,7 @@ struct client {
   std::size_t out_off = 0;
   bool dead = false;  // to be closed: peer gone, error, too much queued, idle
 
-  // The server's (server.cpp): when it last sent a request or took reply
+  // The server's (observer_server.cpp): when it last sent a request or took reply
   // bytes (steady ms), whether a reply is being made elsewhere (a `load`:
   // its later requests wait for it), its request budget and fair-share clock.
   uint64_t active_ms = 0;

@@ -18,9 +18,10 @@
 #include <herd/actors/spawn.hpp>
 
 #include <chrono>
+#include <herd/runtime/thread_safety.hpp>
+
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 
 namespace herd::observer {
 namespace {
@@ -28,11 +29,11 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 struct exit_wait {
-  std::mutex m;
+  rt::mutex m;
   std::condition_variable cv;
-  bool monitoring = false;
-  bool ended = false;
-  std::string reason;  // the down's reason, once ended
+  bool monitoring HERD_GUARDED_BY(m) = false;
+  bool ended HERD_GUARDED_BY(m) = false;
+  std::string reason HERD_GUARDED_BY(m);  // the down's reason, once ended
 };
 
 exit_reason reason_from(const std::string& r) {
@@ -49,13 +50,13 @@ bool watch(pid p, std::chrono::milliseconds wait, const std::shared_ptr<exit_wai
     herd::spawn({.initial_call = "herd::observer kill waiter"}, [w, p, wait] {
       monitor_ref m = herd::monitor(p);
       {
-        std::lock_guard<std::mutex> g(w->m);
+        rt::lock_guard<rt::mutex> g(w->m);
         w->monitoring = true;
         w->cv.notify_all();
       }
       herd::receive(herd::when([m](const down& d) { return d.ref == m; },
                                [&](down&& d) {
-                                 std::lock_guard<std::mutex> g(w->m);
+                                 rt::lock_guard<rt::mutex> g(w->m);
                                  w->ended = true;
                                  w->reason = d.reason.to_string();
                                  w->cv.notify_all();
@@ -81,8 +82,9 @@ json kill_view(const json& f) {
   auto w = std::make_shared<exit_wait>();
   bool watching = wait.count() > 0 && watch(p, wait, w);
   if (watching) {
-    std::unique_lock<std::mutex> g(w->m);
-    w->cv.wait_until(g, deadline, [&] { return w->monitoring; });
+    rt::unique_lock g(w->m);
+    while (!w->monitoring)
+      if (w->cv.wait_until(g.native(), deadline) == std::cv_status::timeout) break;
     // It ended between the liveness check and the monitor: not our doing.
     if (w->ended && w->reason == "noproc") throw request_failure{"noproc", p.to_string() + " is not a live process"};
   }
@@ -90,8 +92,10 @@ json kill_view(const json& f) {
   json out = {{"pid", p.to_string()}, {"reason", reason}};
   bool ended = false;
   if (watching) {
-    std::unique_lock<std::mutex> g(w->m);
-    ended = w->cv.wait_until(g, deadline, [&] { return w->ended; });
+    rt::unique_lock g(w->m);
+    while (!w->ended)
+      if (w->cv.wait_until(g.native(), deadline) == std::cv_status::timeout) break;
+    ended = w->ended;
     if (ended) out["exit_reason"] = w->reason;
   }
   out["outcome"] = ended ? "exited" : "sent";

@@ -1,12 +1,12 @@
 // herd::observer::start and the handle (see observer.hpp; the design is at
-// the top of server.cpp).
+// the top of observer_server.cpp).
 #include <herd/observer/observer.hpp>
 
 #include <herd/actors/node.hpp>
 #include <herd/runtime/sched.hpp>
 
 #include "metrics_http.hpp"
-#include "server.hpp"
+#include "observer_server.hpp"
 #include "unix_socket.hpp"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The observer's pacing (server.cpp, "Pacing"): a token bucket, used per
+// The observer's pacing (observer_server.cpp, "Pacing"): a token bucket, used per
 // client for requests a second and once for the observer thread's CPU time,
 // and the limits and clocks the server paces with.
 #pragma once

@@ -17,9 +17,10 @@
 #include <herd/supervisors/introspect.hpp>
 
 #include <chrono>
+#include <herd/runtime/thread_safety.hpp>
+
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 
 namespace herd::observer {
@@ -32,11 +33,11 @@ constexpr std::chrono::milliseconds busy_wait{100};        // per supervisor, al
 constexpr std::chrono::milliseconds collect_wait{busy_wait * 3};  // helpers still queued on busy workers
 
 struct collector {
-  std::mutex m;
+  rt::mutex m;
   std::condition_variable cv;
-  std::size_t pending = 0;
-  std::map<pid, sup::tree_children> answers;
-  std::map<pid, net::connections_listing> conns;
+  std::size_t pending HERD_GUARDED_BY(m) = 0;
+  std::map<pid, sup::tree_children> answers HERD_GUARDED_BY(m);
+  std::map<pid, net::connections_listing> conns HERD_GUARDED_BY(m);
 };
 
 json connections_json(const net::connections_listing& c) {
@@ -117,18 +118,21 @@ json tree_view() {
   for (const net::listener_info& l : net::listeners())
     if (l.conns_sup.valid()) conns_sups.push_back(l.conns_sup);
   auto col = std::make_shared<collector>();
-  col->pending = live.size() + conns_sups.size();
+  {
+    rt::lock_guard<rt::mutex> g(col->m);  // not shared yet; the analysis asks for it
+    col->pending = live.size() + conns_sups.size();
+  }
   for (pid cs : conns_sups) {
     try {
       herd::spawn([col, cs] {
         auto ch = net::connections_of(cs, dynamic_cap, busy_wait);
-        std::lock_guard<std::mutex> g(col->m);
+        rt::lock_guard<rt::mutex> g(col->m);
         if (ch) col->conns.emplace(cs, std::move(*ch));
         --col->pending;
         col->cv.notify_all();
       });
     } catch (const std::exception&) {  // shows as busy
-      std::lock_guard<std::mutex> g(col->m);
+      rt::lock_guard<rt::mutex> g(col->m);
       --col->pending;
     }
   }
@@ -136,20 +140,22 @@ json tree_view() {
     try {
       herd::spawn([col, who = s.self] {
         auto ch = sup::children_of(who, dynamic_cap, busy_wait);
-        std::lock_guard<std::mutex> g(col->m);
+        rt::lock_guard<rt::mutex> g(col->m);
         if (ch) col->answers.emplace(who, std::move(*ch));
         --col->pending;
         col->cv.notify_all();
       });
     } catch (const std::exception&) {  // no process could be made: that one shows as busy
-      std::lock_guard<std::mutex> g(col->m);
+      rt::lock_guard<rt::mutex> g(col->m);
       --col->pending;
     }
   }
   builder b;
   {
-    std::unique_lock<std::mutex> g(col->m);
-    col->cv.wait_for(g, collect_wait, [&] { return col->pending == 0; });
+    const auto until = std::chrono::steady_clock::now() + collect_wait;
+    rt::unique_lock g(col->m);
+    while (col->pending != 0)
+      if (col->cv.wait_until(g.native(), until) == std::cv_status::timeout) break;
     b.answers = col->answers;  // a late helper still writes into col, which it shares
     b.conns = col->conns;
   }

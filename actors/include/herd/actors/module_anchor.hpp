@@ -9,7 +9,7 @@
 // reference on the module exactly when its code (a destructor, a vtable) lives
 // there. Host code pays one load and a predictable branch.
 //
-// The anchor holds the module's reference count; see actors/src/code/registry.cpp.
+// The anchor holds the module's reference count; see actors/src/code/module_registry.cpp.
 #pragma once
 
 namespace herd::detail {

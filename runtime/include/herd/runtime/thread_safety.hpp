@@ -11,6 +11,7 @@
 // function of its own to the analysis, holding nothing).
 #pragma once
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define HERD_TSA(x) __attribute__((x))
@@ -25,6 +26,9 @@
 #define HERD_REQUIRES(...) HERD_TSA(requires_capability(__VA_ARGS__))
 #define HERD_EXCLUDES(...) HERD_TSA(locks_excluded(__VA_ARGS__))
 #define HERD_ACQUIRE(...) HERD_TSA(acquire_capability(__VA_ARGS__))
+#define HERD_ACQUIRE_SHARED(...) HERD_TSA(acquire_shared_capability(__VA_ARGS__))
+#define HERD_RELEASE_SHARED(...) HERD_TSA(release_shared_capability(__VA_ARGS__))
+#define HERD_REQUIRES_SHARED(...) HERD_TSA(requires_shared_capability(__VA_ARGS__))
 #define HERD_RELEASE(...) HERD_TSA(release_capability(__VA_ARGS__))
 #define HERD_TRY_ACQUIRE(...) HERD_TSA(try_acquire_capability(__VA_ARGS__))
 #define HERD_ACQUIRED_AFTER(...) HERD_TSA(acquired_after(__VA_ARGS__))
@@ -70,6 +74,30 @@ class HERD_SCOPED_CAPABILITY unique_lock {
 
  private:
   std::unique_lock<std::mutex> l_;
+};
+
+// std::shared_mutex, annotated: readers share it, a writer holds it alone.
+class HERD_CAPABILITY("shared_mutex") shared_mutex {
+ public:
+  void lock() HERD_ACQUIRE() { m_.lock(); }
+  void unlock() HERD_RELEASE() { m_.unlock(); }
+  void lock_shared() HERD_ACQUIRE_SHARED() { m_.lock_shared(); }
+  void unlock_shared() HERD_RELEASE_SHARED() { m_.unlock_shared(); }
+
+ private:
+  std::shared_mutex m_;
+};
+
+// std::shared_lock for herd::rt::shared_mutex.
+class HERD_SCOPED_CAPABILITY shared_lock {
+ public:
+  explicit shared_lock(shared_mutex& m) HERD_ACQUIRE_SHARED(m) : m_(m) { m_.lock_shared(); }
+  ~shared_lock() HERD_RELEASE() { m_.unlock_shared(); }
+  shared_lock(const shared_lock&) = delete;
+  shared_lock& operator=(const shared_lock&) = delete;
+
+ private:
+  shared_mutex& m_;
 };
 
 }  // namespace herd::rt

@@ -96,7 +96,7 @@ struct reply_of {
                                             typename maybe_reply_value<raw>::type>>>;
 };
 
-// In server.cpp. Inside a catch block: the current exception as an exit
+// In server_lifecycle.cpp (actors/src). Inside a catch block: the current exception as an exit
 // reason (the same the runtime gives a process it ends).
 exit_reason current_exception_reason();
 // From a process: waits for `who`'s init_ack (after mark); throws init_error.

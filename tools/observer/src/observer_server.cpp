@@ -62,7 +62,7 @@
 //    and unlinks the socket file.
 // Memory ordering: stop_ is a relaxed flag read after the eventfd's read
 // (the syscall pair orders it); everything else is this thread's alone.
-#include "server.hpp"
+#include "observer_server.hpp"
 
 #include "metrics_http.hpp"
 #include "pacing.hpp"

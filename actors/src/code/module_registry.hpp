@@ -1,5 +1,5 @@
 // The code server's state: per module name a current and an old version, and
-// every loaded copy until it is dlclosed. See registry.cpp for the design.
+// every loaded copy until it is dlclosed. See module_registry.cpp for the design.
 #pragma once
 #include "code/version.hpp"
 
@@ -25,12 +25,11 @@ class registry {
   // destructors at exit).
   static registry& get();
 
-  // All under m. A short lock: nothing under it blocks, sends or calls module
-  // code (std::mutex held across no suspension).
-  std::mutex m;
-  std::map<std::string, entry, std::less<>> table;
-  std::vector<std::unique_ptr<module_version>> versions;  // not yet dlclosed
-  std::string module_dir;
+  // All under registry_mutex (version.hpp), held across no suspension.
+  std::map<std::string, entry, std::less<>> table HERD_GUARDED_BY(registry_mutex);
+  // Not yet dlclosed.
+  std::vector<std::unique_ptr<module_version>> versions HERD_GUARDED_BY(registry_mutex);
+  std::string module_dir HERD_GUARDED_BY(registry_mutex);
 
   // Loader: registers a version in state `loading` with a staged file name
   // no other live version uses. Any thread.
@@ -41,20 +40,20 @@ class registry {
   void discard(module_version* v) noexcept;
 
   // The last reference is gone (module_release): queue the dlclose. Any
-  // thread, not holding m.
-  void unreferenced(module_version* v) noexcept;
+  // thread, not holding registry_mutex.
+  void unreferenced(module_version* v) noexcept HERD_EXCLUDES(registry_mutex);
 
-  // With m held: drop pid `p` from v's actors once.
-  static void untrack_locked(module_version* v, pid p) noexcept;
-  // With m held: drop pid `p` from v's watchers once.
-  static void unwatch_locked(module_version* v, pid p) noexcept;
+  // Drop pid `p` from v's actors once.
+  static void untrack_locked(module_version* v, pid p) noexcept HERD_REQUIRES(registry_mutex);
+  // Drop pid `p` from v's watchers once.
+  static void unwatch_locked(module_version* v, pid p) noexcept HERD_REQUIRES(registry_mutex);
 
  private:
   void reaper_main();
   std::condition_variable cv_;
-  std::deque<module_version*> doomed_;  // under m
-  bool reaper_started_ = false;         // under m
-  uint64_t next_serial_ = 0;            // under m
+  std::deque<module_version*> doomed_ HERD_GUARDED_BY(registry_mutex);
+  bool reaper_started_ HERD_GUARDED_BY(registry_mutex) = false;
+  uint64_t next_serial_ HERD_GUARDED_BY(registry_mutex) = 0;
 };
 
 // Load steps (loader.cpp). prepare runs on the blocking pool: read, check,

@@ -1,4 +1,4 @@
-// The registry's side of a process: its interned name. See registry.cpp.
+// The registry's side of a process: its interned name. See names.cpp.
 #pragma once
 #include <string>
 #include <string_view>

@@ -1,5 +1,5 @@
 // Fiber stacks: slots carved from reserved arena chunks, one arena per size class.
-// The design and its invariants are described at the top of stack_arena.cpp.
+// The design and its invariants are described at the top of stack_allocator.cpp.
 #pragma once
 
 #include <herd/runtime/thread_safety.hpp>

@@ -1,8 +1,8 @@
 // Taking requests from the clients (the design is at the top of
-// server.cpp, "Pacing" and "Idle clients"): reading up to a whole line,
+// observer_server.cpp, "Pacing" and "Idle clients"): reading up to a whole line,
 // choosing whose request is answered next, the idle timeout, and `load`
 // answered by a helper process.
-#include "server.hpp"
+#include "observer_server.hpp"
 
 #include <herd/actors/spawn.hpp>
 
@@ -164,7 +164,7 @@ void server::start_load(std::string_view line) {
       dispatch_env none;  // no start_load: answered in this process
       std::string reply = dispatch(l, none);
       {
-        std::lock_guard<std::mutex> g(job->m);
+        rt::lock_guard<rt::mutex> g(job->m);
         job->reply = std::move(reply);
         job->done = true;
       }
@@ -182,7 +182,7 @@ void server::collect_loads() {
   for (auto it = loads_.begin(); it != loads_.end();) {
     std::string reply;
     {
-      std::lock_guard<std::mutex> g(it->job->m);
+      rt::lock_guard<rt::mutex> g(it->job->m);
       if (!it->job->done) {
         ++it;
         continue;

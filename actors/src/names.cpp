@@ -5,13 +5,12 @@
 // name.
 #include <herd/actors/registry.hpp>
 #include <herd/runtime/sched.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include "node_state.hpp"
 #include "process.hpp"
-#include "registry_impl.hpp"
+#include "names.hpp"
 
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -24,8 +23,8 @@ struct string_hash {
 };
 
 struct registry_state {
-  std::shared_mutex m;
-  std::unordered_map<std::string, pid, string_hash, std::equal_to<>> names;
+  rt::shared_mutex m;
+  std::unordered_map<std::string, pid, string_hash, std::equal_to<>> names HERD_GUARDED_BY(m);
 };
 
 registry_state& reg() {
@@ -40,7 +39,7 @@ void free_name(void* n) { delete static_cast<interned_name*>(n); }
 bool register_process(std::string_view name, process* p) {
   if (name.empty()) return false;
   registry_state& r = reg();
-  std::unique_lock<std::shared_mutex> g(r.m);
+  rt::lock_guard<rt::shared_mutex> g(r.m);
   node_state* n = current_node();
   if (!n || n->table.lookup(p->id) != p) return false;
   if (p->name.load(std::memory_order_relaxed)) return false;
@@ -53,7 +52,7 @@ bool register_process(std::string_view name, process* p) {
 void release_name(process* p) noexcept {
   if (!p->name.load(std::memory_order_acquire)) return;
   registry_state& r = reg();
-  std::unique_lock<std::shared_mutex> g(r.m);
+  rt::lock_guard<rt::shared_mutex> g(r.m);
   interned_name* in = p->name.exchange(nullptr, std::memory_order_acq_rel);
   if (!in) return;
   auto it = r.names.find(in->text);
@@ -63,7 +62,7 @@ void release_name(process* p) noexcept {
 
 std::optional<pid> lookup_name(std::string_view name) {
   registry_state& r = reg();
-  std::shared_lock<std::shared_mutex> g(r.m);
+  rt::shared_lock g(r.m);
   auto it = r.names.find(name);
   if (it == r.names.end()) return std::nullopt;
   return it->second;
@@ -83,7 +82,7 @@ bool register_name(std::string_view name, pid p) {
 
 bool unregister_name(std::string_view name) {
   detail::registry_state& r = detail::reg();
-  std::unique_lock<std::shared_mutex> g(r.m);
+  rt::lock_guard<rt::shared_mutex> g(r.m);
   auto it = r.names.find(name);
   if (it == r.names.end()) return false;
   pid id = it->second;
@@ -106,7 +105,7 @@ std::optional<std::string> registered_name(pid p) {
   // The shared lock keeps the name from being released (that takes it alone);
   // the read guard keeps the process's slot from being reused under us.
   detail::registry_state& r = detail::reg();
-  std::shared_lock<std::shared_mutex> g(r.m);
+  rt::shared_lock g(r.m);
   rt::foreign_read_guard fg;
   detail::process* proc = n->table.lookup(p);
   if (!proc) return std::nullopt;
@@ -117,7 +116,7 @@ std::optional<std::string> registered_name(pid p) {
 
 std::vector<std::pair<std::string, pid>> registered() {
   detail::registry_state& r = detail::reg();
-  std::shared_lock<std::shared_mutex> g(r.m);
+  rt::shared_lock g(r.m);
   return {r.names.begin(), r.names.end()};
 }
 

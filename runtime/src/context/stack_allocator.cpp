@@ -44,7 +44,7 @@
 // given: a region must not cover a madv_guard marker (reading it faults), so with madv_guard
 // each carved slot is registered on its own; PROT_NONE mappings are skipped by LSan, so with
 // mprotect one region per chunk suffices.
-#include "stack_arena.hpp"
+#include "stack_allocator.hpp"
 
 #include "overflow_handler.hpp"
 

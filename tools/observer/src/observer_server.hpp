@@ -1,4 +1,4 @@
-// The observer's thread and everything it owns (see server.cpp).
+// The observer's thread and everything it owns (see observer_server.cpp).
 #pragma once
 #include "client.hpp"
 #include "dispatch.hpp"
@@ -6,6 +6,7 @@
 
 #include <herd/actors/introspect.hpp>
 #include <herd/observer/observer.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -14,7 +15,6 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,9 +68,9 @@ class server {
   // A `load` answered by a helper process (its factory may take its time);
   // its client's later requests wait for it.
   struct load_job {
-    std::mutex m;
-    bool done = false;
-    std::string reply;
+    rt::mutex m;
+    bool done HERD_GUARDED_BY(m) = false;
+    std::string reply HERD_GUARDED_BY(m);
     std::shared_ptr<waker> wake;  // written when done (outlives the server if need be)
   };
   struct pending_load {
@@ -123,7 +123,7 @@ class server {
   uint64_t accept_paused_until_ = 0;  // steady ms; out of fds and no spare
   client* current_ = nullptr;  // the client whose request is being answered
   std::list<pending_load> loads_;
-  // Pacing (server.cpp): the limits, the CPU budget of all requests, and
+  // Pacing (observer_server.cpp): the limits, the CPU budget of all requests, and
   // the fair-share clock (the vtime of the request answered last).
   options limits_;
   token_bucket cpu_;

@@ -62,7 +62,7 @@
 //    table[n].old, if any, is in state old and has refs > 0 (at zero it is
 //    moved to unloading under the same lock).
 //  * The mutex is never held across a suspension, a send or module code.
-#include "code/registry.hpp"
+#include "code/module_registry.hpp"
 
 #include <herd/actors/process.hpp>
 #include <herd/actors/module.hpp>
@@ -104,7 +104,7 @@ module_version* registry::add_loading(const std::string& path, const std::string
                                       const std::string& hash) {
   auto v = std::make_unique<module_version>();
   v->path = path;
-  std::lock_guard<std::mutex> g(m);
+  rt::lock_guard<rt::mutex> g(registry_mutex);
   v->serial = ++next_serial_;
   // dlopen of a path already loaded returns that copy: never reuse the name
   // of a live version (current, old, or queued for dlclose).
@@ -124,7 +124,7 @@ module_version* registry::add_loading(const std::string& path, const std::string
 
 void registry::discard(module_version* v) noexcept {
   ::unlink(v->staged_path.c_str());
-  std::lock_guard<std::mutex> g(m);
+  rt::lock_guard<rt::mutex> g(registry_mutex);
   std::erase_if(versions, [&](auto& o) { return o.get() == v; });
 }
 
@@ -138,7 +138,7 @@ void registry::unwatch_locked(module_version* v, pid p) noexcept {
 }
 
 void registry::unreferenced(module_version* v) noexcept {
-  std::lock_guard<std::mutex> g(m);
+  rt::lock_guard<rt::mutex> g(registry_mutex);
   if (v->state == version_state::current) {
     // Cannot happen (current holds a reference); keep it loaded rather than
     // unmap code that may run.
@@ -160,9 +160,9 @@ void registry::unreferenced(module_version* v) noexcept {
 void registry::reaper_main() {
   // Not named after the worker that started it (tools count workers by name).
   pthread_setname_np(pthread_self(), "herd-reaper");
-  std::unique_lock<std::mutex> g(m);
+  rt::unique_lock g(registry_mutex);
   for (;;) {
-    cv_.wait(g, [&] { return !doomed_.empty(); });
+    while (doomed_.empty()) cv_.wait(g.native());
     module_version* v = doomed_.front();
     doomed_.pop_front();
     // The anchor and descriptor live in the module: nobody may read them
@@ -209,7 +209,7 @@ modules::result<modules::loaded> commit(module_version* nv, const std::string& n
   registry& r = registry::get();
   bool killed = false;
   for (;;) {
-    std::unique_lock<std::mutex> g(r.m);
+    rt::unique_lock g(registry_mutex);
     auto it = r.table.find(name);
     if (!nv && (it == r.table.end() || !it->second.current))
       return err(modules::errc::no_such_module, "module " + name + " has no current version");
@@ -239,7 +239,7 @@ modules::result<modules::loaded> commit(module_version* nv, const std::string& n
       auto deadline = std::chrono::steady_clock::now() + o.purge_timeout;
       for (;;) {
         {
-          std::lock_guard<std::mutex> g2(r.m);
+          rt::lock_guard<rt::mutex> g2(registry_mutex);
           if (r.table[name].old != old) break;
         }
         if (std::chrono::steady_clock::now() >= deadline) break;
@@ -288,13 +288,13 @@ void set_module_dir(std::string dir) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   }
   registry& r = registry::get();
-  std::lock_guard<std::mutex> g(r.m);
+  rt::lock_guard<rt::mutex> g(detail::code::registry_mutex);
   r.module_dir = std::move(dir);
 }
 
 std::string module_dir() {
   registry& r = registry::get();
-  std::lock_guard<std::mutex> g(r.m);
+  rt::lock_guard<rt::mutex> g(detail::code::registry_mutex);
   return r.module_dir;
 }
 
@@ -317,7 +317,7 @@ result<loaded> unload(const std::string& name, const load_options& o) { return d
 
 std::vector<version_info> list() {
   registry& r = registry::get();
-  std::lock_guard<std::mutex> g(r.m);
+  rt::lock_guard<rt::mutex> g(detail::code::registry_mutex);
   std::vector<version_info> out;
   for (auto& v : r.versions) {
     version_info i;
