@@ -3,6 +3,7 @@
 // out of descriptors, refused start options, and the metrics endpoint.
 #include "observer_fixture.hpp"
 
+#include "support/skip.hpp"
 #include "support/subprocess.hpp"
 
 #include <arpa/inet.h>
@@ -159,8 +160,7 @@ TEST_CASE("the 17th client waits in the backlog and is answered when a slot free
 
 TEST_CASE("a peer whose uid is neither the node's nor root is refused") {
   if (::geteuid() != 0) {
-    WARN("skipped: needs root to run a client as nobody");
-    return;
+    HERD_SKIP("needs root to run a client as nobody");
   }
   live_node n(1, [](root_ctx&) {});
   // Let nobody reach the socket at all (as a misconfigured directory would),
@@ -190,8 +190,7 @@ TEST_CASE("out of descriptors, the observer serves one client at a time with its
 #if defined(__SANITIZE_ADDRESS__)
   // UBSan's vptr check opens a pipe to probe memory: out of descriptors it
   // reports every virtual call as "invalid vptr". Release and TSan run this.
-  WARN("skipped under ASan+UBSan (the sanitizer itself needs descriptors)");
-  return;
+  HERD_SKIP("not under ASan+UBSan (the sanitizer itself needs descriptors)");
 #endif
   live_node n(2, [](root_ctx&) {});
   // Sockets made while descriptors are free (connect needs none).

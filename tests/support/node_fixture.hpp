@@ -11,6 +11,7 @@
 // and the test checks them after run() returns.
 #pragma once
 #include <herd/actors.hpp>
+#include <herd/actors/introspect.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/runtime.hpp>
 
@@ -96,6 +97,32 @@ bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::millise
     herd::sleep(std::chrono::milliseconds(1));
   }
   return true;
+}
+
+// From a process: waits until p is hibernated (its stack released, waiting
+// for a message), as its status in the process table shows it.
+inline bool eventually_hibernated(pid p, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p] {
+    auto i = introspect::process_info(p);
+    return i && i->row.hibernated;
+  }, limit);
+}
+
+// From a process: waits until p is parked (in receive or sleep: status
+// waiting or hibernated) with at least `queued` messages in its mailbox.
+inline bool eventually_parked(pid p, uint64_t queued = 0,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p, queued] {
+    auto i = introspect::process_info(p);
+    return i && (i->row.state == introspect::status::waiting || i->row.state == introspect::status::hibernated) &&
+           i->row.mailbox >= queued;
+  }, limit);
+}
+
+// From a process: waits until p has ended and left the process table (what
+// it sent on its way out has been sent).
+inline bool eventually_gone(pid p, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p] { return !introspect::process_info(p).has_value(); }, limit);
 }
 
 // From a process: waits until only `n` processes are alive (the caller
