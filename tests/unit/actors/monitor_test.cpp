@@ -124,9 +124,12 @@ TEST_CASE("a monitor is one-way: the watcher's death does not affect the process
         throw mon_error("the watcher fails");
       });
       herd::receive([](watching) {});
+      const std::size_t exited_before = herd::current_node_stats().exited;
       herd::send(w, go{});
       watcher_down[trapping] = down_for(wref);
-      herd::sleep(10ms);
+      // Everything the watcher sends as it dies is sent once the node counts
+      // it as exited (only it ends meanwhile); our ping comes after.
+      herd::test::eventually([&] { return herd::current_node_stats().exited > exited_before; }, 60s);
       answered[trapping] = answers(t);
       herd::send(t, stop{});
       target_down[trapping] = down_for(tref);

