@@ -78,7 +78,7 @@ TEST_CASE("malformed, wrong-version, unknown and oversized requests get errors a
   // A line longer than 65,536 bytes, sent in pieces, then a good request.
   std::string big = "{\"v\":1,\"req\":\"overview\",\"pad\":\"" + std::string(70000, 'x') + "\"}\n";
   c.send_raw(big.substr(0, 30000));
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);  // the pieces arrive apart: the scenario, not synchronisation
   c.send_raw(big.substr(30000));
   json tl = c.read_json();
   CHECK(tl["error"]["code"] == "too_long");
@@ -109,7 +109,7 @@ TEST_CASE("a client that never reads is closed past 4 MiB of replies, and neithe
     herd::spawn([&] {
       while (!stop) {
         ++ticks;
-        herd::sleep(1ms);
+        herd::sleep(1ms);  // the ticker's pace (the workload)
       }
     });
     c.on_stop = [&] { stop = true; };

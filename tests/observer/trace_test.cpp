@@ -27,7 +27,7 @@ TEST_CASE("trace reports the next N messages with their type, size and sender, t
     c.pids.push_back(target);
     // A sender that is a process, so events name it.
     c.pids.push_back(herd::spawn([target, &go] {
-      while (!go) herd::sleep(1ms);
+      while (!go) herd::sleep(1ms);  // polls the flag
       for (int i = 0; i < 5; ++i) herd::send(target, obs_msgs::ping{i});
       herd::receive([](obs_msgs::never) {});
     }));

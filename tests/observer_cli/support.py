@@ -78,7 +78,7 @@ def wait_for(pred, timeout, interval=0.1):
         v = pred()
         if v or time.monotonic() >= end:
             return v
-        time.sleep(interval)
+        time.sleep(interval)  # the poll's interval
 
 
 class Skipped(Exception):

@@ -107,7 +107,7 @@ TEST_CASE("sleep and receive timeouts never end before their duration has elapse
     for (int i = 0; i < rounds; ++i) {
       late_in_a_millisecond();
       auto t0 = clk::now();
-      herd::sleep(1ms);
+      herd::sleep(1ms);  // the sleep under test (its lower bound)
       double el = ms_since(t0);
       early_sleep += el < 1.0;
       shortest_sleep = std::min(shortest_sleep, el);

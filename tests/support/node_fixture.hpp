@@ -95,7 +95,7 @@ bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::millise
   auto t0 = clk::now();
   while (!pred()) {
     if (clk::now() - t0 > limit) return pred();
-    herd::sleep(std::chrono::milliseconds(1));
+    herd::sleep(std::chrono::milliseconds(1));  // the poll's interval
   }
   return true;
 }
@@ -148,7 +148,7 @@ bool eventually_on_thread(P&& pred, std::chrono::milliseconds limit = std::chron
   auto t0 = clk::now();
   while (!pred()) {
     if (clk::now() - t0 > limit) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the poll's interval
   }
   return true;
 }
