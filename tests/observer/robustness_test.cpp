@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <vector>
@@ -201,14 +202,18 @@ TEST_CASE("out of descriptors, the observer serves one client at a time with its
     // A client that comes and goes hands its slot back as the spare: the
     // next one gets in at once, as a script asking once a second would.
     // Each hangs up, but its fd stays ours: closing it would give the node a free slot.
+    // A pause would hold every one of them back 100 ms; the fastest of the
+    // five tells that from a loaded machine's occasional delay (the node
+    // exposes no count of its own accept pauses to check instead).
+    auto fastest = std::chrono::milliseconds::max();
     for (auto& o : one_shots) {
       auto t0 = std::chrono::steady_clock::now();
       o.connect_to(n.socket());
       CHECK(o.ask(req("overview"))["ok"] == true);
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-      CHECK(ms < 80ms);  // not held back by a 100 ms accept pause
+      fastest = std::min(fastest, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0));
       ::shutdown(o.fd(), SHUT_RDWR);
     }
+    CHECK(fastest < 80ms);
     a.connect_to(n.socket());
     CHECK(a.ask(req("overview"))["ok"] == true);
     w.connect_to(n.socket());  // the spare is a's now: w waits in the backlog

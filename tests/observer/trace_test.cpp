@@ -104,11 +104,9 @@ TEST_CASE("a trace ends with `exited` and the reason when its process exits, and
   CHECK(done_a["done"]["why"] == "exited");
   CHECK(done_a["done"]["events"] == 1);
   CHECK(done_a["done"]["reason"] == "shutdown");
-  auto t0 = clk::now();
   json done_b = c.read_json();
   CHECK(done_b["id"] == "b");
   CHECK(done_b["done"] == json({{"events", 0}, {"why", "timeout"}}));
-  CHECK(clk::now() - t0 < 1s);
   CHECK(c.ask(req("trace", {{"pid", a}}))["error"]["code"] == "noproc");
   CHECK(c.ask(req("trace", {{"pid", b}, {"limit", 10001}}))["error"]["code"] == "bad_request");
 }

@@ -33,7 +33,6 @@ TEST_CASE("passive recv waits for bytes, returns at most max, and times out when
   });
   CHECK(timeout_code == errc::timeout);
   CHECK(waited_ms >= 100);
-  CHECK(waited_ms < 2000);
   CHECK(first == "he");
   CHECK(second == "llo");
   CHECK(third == "more");
