@@ -15,13 +15,15 @@
 #                                  (examples/hot_swap/swap_bench.py)
 #   tools/bench.sh --observer ...  echo with `herd-observer top` attached vs not
 #                                  (tools/observer/observer_bench.py)
+#   tools/bench.sh --accept ...    a connect burst on a node whose workers are all
+#                                  busy (tools/acceptbench; extra args go to it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
 [[ -n "$mode" ]] && shift
 tools/setup.sh --peers
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target echo_server connbench actorbench hot_swap_server herd-observer
+cmake --build build --target echo_server connbench actorbench hot_swap_server herd-observer acceptbench
 
 # Each side of 10,000 connections needs as many descriptors; the hard limit
 # here is 20,000 per process (see README, "Limits").
@@ -43,8 +45,10 @@ case "$mode" in
     exec python3 examples/hot_swap/swap_bench.py --build-dir build "$@" ;;
   --observer)
     exec python3 tools/observer/observer_bench.py --build-dir build "$@" ;;
+  --accept)
+    exec build/tools/acceptbench/acceptbench "$@" ;;
   "") ;;
-  *) echo "bench: unknown mode '$mode' (none, --compare, --actors, --swap or --observer)" >&2; exit 2 ;;
+  *) echo "bench: unknown mode '$mode' (none, --compare, --actors, --swap, --observer or --accept)" >&2; exit 2 ;;
 esac
 
 server_cpu=() load_cpu=()

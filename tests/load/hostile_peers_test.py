@@ -130,7 +130,7 @@ def main():
                 for _ in range(50):
                     connect(port).close()
                     samples["flood"] += 1
-                time.sleep(max(0.0, 0.01 - (time.monotonic() - t0)))
+                time.sleep(max(0.0, 0.01 - (time.monotonic() - t0)))  # the client's pace (the workload)
 
         # Half-closed clients first: echo_server answers, sees the end of
         # input and ends each connection, though nobody reads its answer.
@@ -144,7 +144,7 @@ def main():
         while ask(sock, "listeners")[0]["listeners"][0]["connections"] > 0:
             if time.monotonic() > end:
                 fail("the half-closed connections were not ended by the server")
-            time.sleep(0.1)
+            time.sleep(0.1)  # the poll's interval
         for s in half:
             s.close()
 
@@ -168,7 +168,7 @@ def main():
         while ask(sock, "listeners")[0]["listeners"][0]["connections"] < MAX_CONNECTIONS:
             if time.monotonic() > end:
                 fail("the attackers and honest clients did not all get in")
-            time.sleep(0.1)
+            time.sleep(0.1)  # the poll's interval
         # Stopped before the test closes its sockets: the watcher's process holds copies.
         watch = herdlib.watcher(sock, srv.pid)
         flooder = threading.Thread(target=flood)
@@ -189,7 +189,7 @@ def main():
             conns = ask(sock, "listeners")[0]["listeners"][0]["connections"]
             if ov["actors"] == base_actors and conns == 0:
                 break
-            time.sleep(0.2)
+            time.sleep(0.2)  # the poll's interval
         print(f"HOSTILE honest={HONEST} p99_alone_us={alone['p99_us']} p99_attacked_us={attacked['p99_us']} "
               f"rt_per_s_alone={alone['rt_per_s']} rt_per_s_attacked={attacked['rt_per_s']} "
               f"bytes_checked={int(alone.get('bytes_checked', 0)) + int(attacked.get('bytes_checked', 0))} "

@@ -227,7 +227,7 @@ bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::millise
   auto t0 = clk::now();
   while (!pred()) {
     if (clk::now() - t0 > limit) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the poll's interval
   }
   return true;
 }

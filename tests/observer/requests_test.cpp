@@ -87,7 +87,7 @@ TEST_CASE("process reports links, monitors, monitored_by, trap_exit, parent and 
       flooded();
     });
     herd::monitor(subject);  // the root watches the subject
-    while (!set_up) herd::sleep(1ms);
+    while (!set_up) herd::sleep(1ms);  // polls the flag
     c.pids = {subject, watched, partner, herd::self()};
     // It traps exits and never ends by itself: kill it, so the node's
     // shutdown need not wait for its `kill` phase.
@@ -140,8 +140,8 @@ TEST_CASE("process says busy when the actor does not reach a receive within 100 
   CHECK(r["result"]["relations"] == "busy");
   CHECK(r["result"]["links"] == json::array());
   CHECK(r["result"]["status"] == "running");
+  // Not held until the process blocks: it only does once released, after the answer.
   CHECK(took >= 100ms);
-  CHECK(took < 2s);
 }
 
 TEST_CASE("kill ends a process with kill or an error reason, and answers noproc for a dead pid") {
@@ -274,7 +274,7 @@ TEST_CASE("listeners counts connections and accepts - set_max_connections change
   CHECK(c.ask(req("listeners"))["result"]["listeners"][0]["max_connections"] == 3);
   // Over the new limit: an eighth connection is not accepted while 7 are open.
   conns.push_back(connect_loopback(port));
-  std::this_thread::sleep_for(200ms);
+  std::this_thread::sleep_for(200ms);  // not synchronisation: a window in which no accept may happen
   CHECK(c.ask(req("listeners"))["result"]["listeners"][0]["accepts"] == 7);
   CHECK(c.ask(req("set_max_connections", {{"listener", "obs_echo"}, {"max", "infinity"}}))["result"]["max_connections"] ==
         "infinity");
@@ -301,10 +301,15 @@ TEST_CASE("overview counts the actors, and rates and utilization come from one-s
   CHECK(o["memory"]["stacks_in_use"].get<int64_t>() >= 41);
   CHECK(o["long_running"].is_array());
   // After two samples the node, idle, shows low utilization (not "busy
-  // since the last park ended").
-  std::this_thread::sleep_for(2200ms);
-  o = c.ask(req("overview"))["result"];
-  for (auto& w : o["workers"]) CHECK(w["utilization"].get<double>() < 0.5);
+  // since the last park ended"); polled, as a loaded machine may delay a sample.
+  bool low = eventually([&] {
+    o = c.ask(req("overview"))["result"];
+    for (auto& w : o["workers"])
+      if (w["utilization"].get<double>() >= 0.5) return false;
+    return true;
+  }, 60s);
+  INFO(o.dump());
+  CHECK(low);
 }
 
 TEST_CASE("a supervisor busy stopping a child shows in the tree as busy, without children") {
@@ -327,10 +332,13 @@ TEST_CASE("a supervisor busy stopping a child shows in the tree as busy, without
   CHECK(before["result"]["roots"][0]["children"].size() == 1);
   herd::pid top = n.ctx().pids[0];
   herd::spawn([top] { (void)sup::terminate_child(top, "stubborn"); });
-  std::this_thread::sleep_for(100ms);
-  auto t0 = clk::now();
-  json during = c.ask(req("tree"));
-  CHECK(clk::now() - t0 < 1s);
+  // Answered while the supervisor waits out the child's 2 s (a tree that
+  // waited for the supervisor would only ever see it idle again).
+  json during;
+  CHECK(eventually([&] {
+    during = c.ask(req("tree"));
+    return during["result"]["roots"].size() == 1 && during["result"]["roots"][0].value("busy", false);
+  }, 60s));
   INFO(during.dump());
   REQUIRE(during["result"]["roots"].size() == 1);
   CHECK(during["result"]["roots"][0]["busy"] == true);

@@ -3,6 +3,7 @@
 // out of descriptors, refused start options, and the metrics endpoint.
 #include "observer_fixture.hpp"
 
+#include "support/skip.hpp"
 #include "support/subprocess.hpp"
 
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <vector>
@@ -77,7 +79,7 @@ TEST_CASE("malformed, wrong-version, unknown and oversized requests get errors a
   // A line longer than 65,536 bytes, sent in pieces, then a good request.
   std::string big = "{\"v\":1,\"req\":\"overview\",\"pad\":\"" + std::string(70000, 'x') + "\"}\n";
   c.send_raw(big.substr(0, 30000));
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);  // the pieces arrive apart: the scenario, not synchronisation
   c.send_raw(big.substr(30000));
   json tl = c.read_json();
   CHECK(tl["error"]["code"] == "too_long");
@@ -108,7 +110,7 @@ TEST_CASE("a client that never reads is closed past 4 MiB of replies, and neithe
     herd::spawn([&] {
       while (!stop) {
         ++ticks;
-        herd::sleep(1ms);
+        herd::sleep(1ms);  // the ticker's pace (the workload)
       }
     });
     c.on_stop = [&] { stop = true; };
@@ -159,8 +161,7 @@ TEST_CASE("the 17th client waits in the backlog and is answered when a slot free
 
 TEST_CASE("a peer whose uid is neither the node's nor root is refused") {
   if (::geteuid() != 0) {
-    WARN("skipped: needs root to run a client as nobody");
-    return;
+    HERD_SKIP("needs root to run a client as nobody");
   }
   live_node n(1, [](root_ctx&) {});
   // Let nobody reach the socket at all (as a misconfigured directory would),
@@ -190,8 +191,7 @@ TEST_CASE("out of descriptors, the observer serves one client at a time with its
 #if defined(__SANITIZE_ADDRESS__)
   // UBSan's vptr check opens a pipe to probe memory: out of descriptors it
   // reports every virtual call as "invalid vptr". Release and TSan run this.
-  WARN("skipped under ASan+UBSan (the sanitizer itself needs descriptors)");
-  return;
+  HERD_SKIP("not under ASan+UBSan (the sanitizer itself needs descriptors)");
 #endif
   live_node n(2, [](root_ctx&) {});
   // Sockets made while descriptors are free (connect needs none).
@@ -202,14 +202,18 @@ TEST_CASE("out of descriptors, the observer serves one client at a time with its
     // A client that comes and goes hands its slot back as the spare: the
     // next one gets in at once, as a script asking once a second would.
     // Each hangs up, but its fd stays ours: closing it would give the node a free slot.
+    // A pause would hold every one of them back 100 ms; the fastest of the
+    // five tells that from a loaded machine's occasional delay (the node
+    // exposes no count of its own accept pauses to check instead).
+    auto fastest = std::chrono::milliseconds::max();
     for (auto& o : one_shots) {
       auto t0 = std::chrono::steady_clock::now();
       o.connect_to(n.socket());
       CHECK(o.ask(req("overview"))["ok"] == true);
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-      CHECK(ms < 80ms);  // not held back by a 100 ms accept pause
+      fastest = std::min(fastest, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0));
       ::shutdown(o.fd(), SHUT_RDWR);
     }
+    CHECK(fastest < 80ms);
     a.connect_to(n.socket());
     CHECK(a.ask(req("overview"))["ok"] == true);
     w.connect_to(n.socket());  // the spare is a's now: w waits in the backlog

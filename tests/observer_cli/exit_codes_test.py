@@ -58,7 +58,8 @@ def a_silent_node_times_out(cli):
             took = time.monotonic() - start
             what = "silent node, " + " ".join(args)
             expect_exit(r, 1, "herd-observer: no reply from the node at %s within 5 s\n" % node.socket, what)
-            expect(4.5 <= took <= 10, what + ": gave up after %.1f s, expected ~5 s" % took)
+            # Not before the 5 s it waits for; how much later depends on the machine's load.
+            expect(took >= 4.5, what + ": gave up after %.1f s, expected at least 5 s" % took)
         expect(len(node.requests()) == 2, "the requests did arrive", node.requests())
 
 

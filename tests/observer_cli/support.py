@@ -78,19 +78,33 @@ def wait_for(pred, timeout, interval=0.1):
         v = pred()
         if v or time.monotonic() >= end:
             return v
-        time.sleep(interval)
+        time.sleep(interval)  # the poll's interval
+
+
+class Skipped(Exception):
+    """A check that cannot run here (a missing tool, not root) raises this."""
 
 
 def run_checks(checks, *args):
-    """Runs each check(*args); prints PASS/FAIL per check; exit 1 if any failed."""
-    failed = 0
+    """Runs each check(*args); prints PASS/FAIL/SKIP per check; exit 1 if any
+    failed, else SKIP (ctest: Not Run) if any could not run here, else 0."""
+    failed = skipped = 0
     for check in checks:
         start = time.monotonic()
         try:
             check(*args)
             print("PASS %s (%.1f s)" % (check.__name__, time.monotonic() - start), flush=True)
+        except Skipped as why:
+            skipped += 1
+            print("SKIP %s: %s" % (check.__name__, why), flush=True)
         except Exception:
             failed += 1
             print("FAIL %s\n%s" % (check.__name__, traceback.format_exc()), flush=True)
-    print("%d of %d checks failed" % (failed, len(checks)) if failed else "all %d checks passed" % len(checks))
-    sys.exit(1 if failed else 0)
+    if failed:
+        print("%d of %d checks failed" % (failed, len(checks)))
+        sys.exit(1)
+    if skipped:
+        print("%d of %d checks could not run here (the others passed)" % (skipped, len(checks)))
+        sys.exit(SKIP)
+    print("all %d checks passed" % len(checks))
+    sys.exit(0)

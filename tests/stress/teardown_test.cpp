@@ -79,7 +79,7 @@ void member(herd::pid root, int k, std::atomic<int>* swallowed) {
       break;
     case k_sleep:
       herd::send(root, teardown_msgs::ready{k});
-      herd::sleep(1h);
+      herd::sleep(1h);  // the state under test: sleeping
       break;
     case k_timeout:
       herd::send(root, teardown_msgs::ready{k});
@@ -92,7 +92,7 @@ void member(herd::pid root, int k, std::atomic<int>* swallowed) {
       break;
     case k_blocking:
       herd::send(root, teardown_msgs::ready{k});
-      herd::blocking([] { std::this_thread::sleep_for(100ms); });
+      herd::blocking([] { std::this_thread::sleep_for(100ms); });  // the state under test: in blocking()
       herd::receive([](teardown_msgs::never) {});
       break;
     case k_swallower:

@@ -77,9 +77,7 @@ TEST_CASE("10^7 receives with a 5 s timeout, each satisfied by a message, keep R
   CHECK(echo_timeouts == 0);
   CHECK(rss_start > 0);
   CHECK(rss_end < rss_start + 8 * 1024 * 1024);
-  // Reasonable time: far below the 5 s per receive that a lost wake-up would cost; 10^7
-  // receives take ~2-4 s on this 2-core machine, allow a slow CI (sanitizers use small scale).
-  CHECK(r.wall_ms < (herd::test::small_scale() ? 30'000 : 60'000));
+  // A lost wake-up shows as a timeout above (5 s per receive), not in the wall time.
   check_clean(r, 2);  // the root and the echo
 }
 
@@ -107,7 +105,7 @@ TEST_CASE("sleep and receive timeouts never end before their duration has elapse
     for (int i = 0; i < rounds; ++i) {
       late_in_a_millisecond();
       auto t0 = clk::now();
-      herd::sleep(1ms);
+      herd::sleep(1ms);  // the sleep under test (its lower bound)
       double el = ms_since(t0);
       early_sleep += el < 1.0;
       shortest_sleep = std::min(shortest_sleep, el);

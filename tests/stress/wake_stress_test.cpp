@@ -136,7 +136,7 @@ TEST_CASE("wake-up storm: senders race the receiver's 1 ms receive timeouts", "[
         herd::receive([](wake_msgs::go) {});
         for (uint32_t k = 0; k < per_sender; ++k) {
           herd::send(me, wake_msgs::item{s, k});
-          herd::sleep(std::chrono::milliseconds(1 + s % 2));  // bursts every 1 and 2 ms
+          herd::sleep(std::chrono::milliseconds(1 + s % 2));  // bursts every 1 and 2 ms: the pace under test
         }
       }));
     std::vector<uint32_t> next(senders);

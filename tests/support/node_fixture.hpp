@@ -11,6 +11,7 @@
 // and the test checks them after run() returns.
 #pragma once
 #include <herd/actors.hpp>
+#include <herd/actors/introspect.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/runtime.hpp>
 
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iterator>
+#include <thread>
 #include <utility>
 
 namespace herd::test {
@@ -93,7 +95,60 @@ bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::millise
   auto t0 = clk::now();
   while (!pred()) {
     if (clk::now() - t0 > limit) return pred();
-    herd::sleep(std::chrono::milliseconds(1));
+    herd::sleep(std::chrono::milliseconds(1));  // the poll's interval
+  }
+  return true;
+}
+
+// Any thread: p is parked (waiting in receive, sleep or a socket call, or hibernated).
+inline bool parked(pid p) {
+  auto i = introspect::process_info(p);
+  return i && (i->row.state == introspect::status::waiting || i->row.state == introspect::status::hibernated);
+}
+
+// From a process: waits until p is hibernated (its stack released, waiting
+// for a message), as its status in the process table shows it.
+inline bool eventually_hibernated(pid p, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p] {
+    auto i = introspect::process_info(p);
+    return i && i->row.hibernated;
+  }, limit);
+}
+
+// From a process: waits until p is parked in receive (or sleep) with its
+// stack: status waiting, not hibernated.
+inline bool eventually_waiting(pid p, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p] {
+    auto i = introspect::process_info(p);
+    return i && i->row.state == introspect::status::waiting;
+  }, limit);
+}
+
+// From a process: waits until p is parked (in receive or sleep: status
+// waiting or hibernated) with at least `queued` messages in its mailbox.
+inline bool eventually_parked(pid p, uint64_t queued = 0,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p, queued] {
+    auto i = introspect::process_info(p);
+    return i && parked(p) && i->row.mailbox >= queued;
+  }, limit);
+}
+
+// From a process: waits until p has ended and left the process table: what
+// it sent while it ran has been sent (its exit signals and downs go out just
+// after; wait for current_node_stats().exited to count it for those).
+inline bool eventually_gone(pid p, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  return eventually([p] { return !introspect::process_info(p).has_value(); }, limit);
+}
+
+// From a plain thread (not a worker): polls pred every millisecond until it
+// holds or `limit` passed. Returns pred().
+template <class P>
+bool eventually_on_thread(P&& pred, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  auto t0 = clk::now();
+  while (!pred()) {
+    if (clk::now() - t0 > limit) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the poll's interval
   }
   return true;
 }

@@ -124,7 +124,7 @@ TEST_CASE("a producer outpacing its consumer under a supervisor-style restart lo
     auto fresh = [&] {
       ++consumers;
       c = herd::spawn(herd::spawn_options{.max_mailbox = {.messages = 10000, .log = false}}, [] {
-        for (;;) herd::receive([](flood) { herd::sleep(1ms); });  // slow
+        for (;;) herd::receive([](flood) { herd::sleep(1ms); });  // slow: its pace is the workload
       });
     };
     fresh();

@@ -83,7 +83,7 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
   REQUIRE(::waitpid(dead, nullptr, 0) == dead);
   // A live process that started after its "staging directory" last changed:
   // a reused pid, not the node that made it.
-  pid_t reused = spawn("sleep", "600");
+  pid_t reused = spawn("sleep", "600");  // an OS process that stays alive (killed at the end)
 
   const std::string of_dead = parent + "/herd-modules-" + std::to_string(dead) + "-Ab12Cd";
   const std::string of_reused = parent + "/herd-modules-" + std::to_string(reused) + "-Ef34Gh";
@@ -95,7 +95,7 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
   for (const auto& d : {of_dead, of_reused, ours, of_init, other_name, target}) make_dir_with_file(d);
   REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
   // With the owner record a node writes: the pid's boot and start must match.
-  pid_t live = spawn("sleep", "600");
+  pid_t live = spawn("sleep", "600");  // another live OS process
   const std::string live_owned = parent + "/herd-modules-" + std::to_string(live) + "-Uv12Wx";
   const std::string reused_owned = parent + "/herd-modules-" + std::to_string(reused) + "-Yz34Ab";
   const std::string rebooted = parent + "/herd-modules-1-Cd56Ef";

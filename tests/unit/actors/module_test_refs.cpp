@@ -77,7 +77,7 @@ TEST_CASE("a message made by v1 keeps v1 loaded while it waits in a host process
       h->send_note(c, "hello from v1");
     }  // the handler is gone; the message is not
     loaded_v2 = static_cast<bool>(modules::load(s.deploy("greeter_v2", "greeter.so")));
-    herd::sleep(20ms);
+    herd::sleep(20ms);  // not synchronisation: a window in which v1 must stay mapped
     mapped_while_queued = mapped(v1);
     refs_while_queued = static_cast<int>(info("greeter", "1").refs);
     herd::send(c, go{});
@@ -158,7 +158,7 @@ TEST_CASE("a hibernate continuation made by v1 keeps v1 loaded until it has run"
     });
     herd::receive([](ready) {});
     must(modules::load(s.deploy("greeter_v2", "greeter.so")));
-    herd::sleep(20ms);
+    herd::sleep(20ms);  // not synchronisation: a window in which v1 must stay mapped
     mapped_while_hibernated = mapped(v1);
     herd::send(p, module_fixture::msgs::note{"wake", "host"});  // a host-made message
     unmapped_after = wait_for([&] { return !mapped(v1); });
@@ -186,7 +186,7 @@ TEST_CASE("a process spawned by v1's code keeps v1 loaded until it ends", "[modu
     herd::receive([&](const module_fixture::msgs::note& n) { started = n.text == "started" && n.version == "1"; });
     herd::monitor(worker);
     must(modules::load(s.deploy("greeter_v2", "greeter.so")));
-    herd::sleep(20ms);
+    herd::sleep(20ms);  // not synchronisation: a window in which v1 must stay mapped
     mapped_while_running = mapped(v1);
     herd::send(worker, module_fixture::msgs::note{"stop", "host"});
     herd::receive([](const herd::down&) {});

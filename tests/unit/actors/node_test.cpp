@@ -34,8 +34,7 @@ TEST_CASE("when the root exits, processes blocked, sleeping, yielding or hiberna
   std::atomic<int> dtors{0};
   std::atomic<int> continuations_run{0};
   const int per_kind = int(herd::test::scaled(50, 20));
-  double ms = 1e9;
-  auto t0 = herd::test::clk::now();
+  // Hours of sleep and timeout: a node that waited for them would time the test out.
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
     for (int i = 0; i < per_kind; ++i) {
@@ -46,7 +45,7 @@ TEST_CASE("when the root exits, processes blocked, sleeping, yielding or hiberna
       herd::send(a, std::string(100, 'q'));  // a message left in its mailbox
       herd::spawn([&dtors] {
         dtor_probe p(dtors);
-        herd::sleep(1h);
+        herd::sleep(1h);  // the state under test: sleeping
       });
       herd::spawn([&dtors, me] {
         dtor_probe p(dtors);
@@ -70,11 +69,9 @@ TEST_CASE("when the root exits, processes blocked, sleeping, yielding or hiberna
     for (int i = 0; i < per_kind; ++i) herd::receive([](ready) {});
     herd::send(me, std::string("left in the root's mailbox"));
   });
-  ms = herd::test::ms_since(t0);
   CHECK(r.is_normal());
   CHECK(dtors == per_kind * 6);
   CHECK(continuations_run == 0);
-  CHECK(ms < 5000);
 }
 
 TEST_CASE("run() returns the root's reason, whatever the other processes end with", "[node]") {
@@ -161,7 +158,7 @@ TEST_CASE("when the root exits while a process is in blocking(), the node waits 
     herd::spawn([&] {
       dtor_probe p(dtors);
       herd::blocking([&] {
-        std::this_thread::sleep_for(150ms);
+        std::this_thread::sleep_for(150ms);  // the blocking work in flight as the root ends
         fn_done = true;
       });
     });
@@ -214,6 +211,7 @@ TEST_CASE("node_test hidden: a destructor spawns while the node shuts down", "[.
     ~spawner_on_exit() {
       // Some cleanup work first (blocking the worker, for the test's sake), so
       // the node has surely sent its shutdown signals before the spawn.
+      // Makes the scenario likely; too short, the test only checks less (it cannot fail for it).
       std::this_thread::sleep_for(100ms);
       herd::spawn([] { herd::receive([](stop) {}); });
     }

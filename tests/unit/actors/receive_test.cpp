@@ -231,23 +231,19 @@ TEST_CASE("receive returns what the handlers return", "[receive]") {
 TEST_CASE("after(0ms) returns at once when nothing matches, and leaves the mailbox alone", "[receive][timeout]") {
   unsigned workers = HERD_WORKERS();
   int fired = 0;
-  double ms = 1e9;
   std::size_t left = 0;
   int later = 0;
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
-    auto t0 = herd::test::clk::now();
     herd::receive([](int) {}, herd::after(0ms, [&] { ++fired; }));  // empty mailbox
     herd::send(me, a{1});
     herd::receive([](int) {}, herd::after(0ms, [&] { ++fired; }));  // only a non-match
     herd::receive([](int) {}, herd::after(0ms));                     // the no-action form
-    ms = herd::test::ms_since(t0);
     left = herd::mailbox_size();
     herd::receive([&](a x) { later = x.v; });
   });
   CHECK(r.is_normal());
   CHECK(fired == 2);
-  CHECK(ms < 50);
   CHECK(left == 1);
   CHECK(later == 1);
 }
@@ -264,71 +260,73 @@ TEST_CASE("after fires after roughly the timeout", "[receive][timeout]") {
   CHECK(r.is_normal());
   CHECK(fired);
   CHECK(ms >= 59);  // the clock counts whole milliseconds
-  CHECK(ms < 1000);
 }
 
 TEST_CASE("messages that do not match do not reset or cut short a receive's timeout", "[receive][timeout]") {
   unsigned workers = HERD_WORKERS();
-  bool fired = false;
+  bool fired = false, noisy_still_sending = false;
   double ms = 0;
   std::size_t junk_left = 0;
+  // Junk every 10 ms for up to a minute: a timeout that each junk message
+  // reset could only fire once the junk stops.
+  const int junk_max = 6000;
+  std::atomic<int> junk_sent{0};
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
-    herd::pid noisy = herd::spawn([me] {
-      for (int i = 0; i < 40; ++i) {
+    herd::pid noisy = herd::spawn([me, &junk_sent] {
+      for (int i = 0; i < junk_max; ++i) {
         herd::send(me, junk{i});
-        herd::sleep(10ms);
+        ++junk_sent;
+        // Its pace (the workload), not synchronisation; ends early on stop.
+        if (herd::receive([](stop) { return true; }, herd::after(10ms, [] { return false; }))) return;
       }
       herd::receive([](stop) {});
     });
     auto t0 = herd::test::clk::now();
     herd::receive([](int) {}, herd::after(100ms, [&] { fired = true; }));
     ms = herd::test::ms_since(t0);
+    noisy_still_sending = junk_sent.load() < junk_max;
     herd::send(noisy, stop{});
+    herd::test::eventually_gone(noisy, 60s);
     junk_left = herd::mailbox_size();
     while (herd::mailbox_size() > 0) herd::receive([](junk) {});
   });
   CHECK(r.is_normal());
   CHECK(fired);
   CHECK(ms >= 99);
-  CHECK(ms < 300);  // not reset by each junk message (that would be ~500 ms)
-  CHECK(junk_left >= 5);
+  CHECK(noisy_still_sending);  // it fired with junk still coming: not reset by each message
+  CHECK(junk_left >= 1);
 }
 
 TEST_CASE("a message that arrives before the timeout disarms it: no timer is left armed", "[receive][timeout]") {
   unsigned workers = HERD_WORKERS();
   int got = 0;
   bool fired = false;
-  double ms = 1e9;
   uint64_t timers_after = 99;
   auto r = herd::test::run_node_with(herd::test::opts(workers), [&](herd::node& n) {
     herd::pid me = herd::self();
     herd::spawn([me] {
-      herd::sleep(20ms);
+      herd::test::eventually_parked(me);  // the root waits, its timer armed
       herd::send(me, 7);
     });
-    auto t0 = herd::test::clk::now();
-    herd::receive([&](int v) { got = v; }, herd::after(5s, [&] { fired = true; }));
-    ms = herd::test::ms_since(t0);
-    // The sleeper's timer has fired, ours was unlinked when the message came.
-    herd::test::eventually([&] { return herd::test::armed_timers(n.runtime()) == 0; }, 1000ms);
+    herd::receive([&](int v) { got = v; }, herd::after(1h, [&] { fired = true; }));
+    // Ours was unlinked when the message came.
+    herd::test::eventually([&] { return herd::test::armed_timers(n.runtime()) == 0; }, 60s);
     timers_after = herd::test::armed_timers(n.runtime());
   });
   CHECK(r.is_normal());
   CHECK(got == 7);
   CHECK_FALSE(fired);
-  CHECK(ms < 1000);
   CHECK(timers_after == 0);
 }
 
-TEST_CASE("100,000 receives with a 5 s timeout, each satisfied, end quickly and leave no timer armed",
+TEST_CASE("100,000 receives with a 5 s timeout, each satisfied, leave no timer armed",
           "[receive][timeout]") {
   unsigned workers = HERD_WORKERS();
   const int rounds = int(herd::test::scaled(100000, 10000));
   int answered = 0, timeouts = 0;
   uint64_t timers_after = 99;
   uint64_t max_timers_seen = 0;
-  double ms = 0;
   auto r = herd::test::run_node_with(herd::test::opts(workers), [&](herd::node& n) {
     herd::pid me = herd::self();
     herd::pid echo = herd::spawn([] {
@@ -341,13 +339,11 @@ TEST_CASE("100,000 receives with a 5 s timeout, each satisfied, end quickly and 
       }
       herd::receive([](ping p) { herd::send(p.from, bye{}); });
     });
-    auto t0 = herd::test::clk::now();
     for (int i = 0; i < rounds; ++i) {
       herd::send(echo, ping{me, i});
       herd::receive([&](pong p) { answered += (p.n == i); }, herd::after(5s, [&] { ++timeouts; }));
       if (i % 4096 == 0) max_timers_seen = std::max(max_timers_seen, herd::test::armed_timers(n.runtime()));
     }
-    ms = herd::test::ms_since(t0);
     herd::send(echo, stop{});
     herd::send(echo, ping{me, -1});
     herd::receive([](bye) {});
@@ -358,16 +354,14 @@ TEST_CASE("100,000 receives with a 5 s timeout, each satisfied, end quickly and 
   CHECK(timeouts == 0);
   CHECK(timers_after == 0);
   CHECK(max_timers_seen <= 2);  // eager unlinking: satisfied timeouts never pile up
-  CHECK(ms < 10000);
 }
 
-TEST_CASE("receive_after(mark) finds a reply sent after the mark behind 100,000 unmatched messages, fast",
+TEST_CASE("receive_after(mark) finds a reply sent after the mark behind 100,000 unmatched messages",
           "[receive][mark]") {
   unsigned workers = HERD_WORKERS();
   const int junk_count = int(herd::test::scaled(100000, 20000));
   const int rounds = 1000;
   int replies = 0;
-  double ms = 1e9;
   std::size_t size_after = 0;
   bool junk_in_order = true;
   int junk_seen = 0;
@@ -378,13 +372,11 @@ TEST_CASE("receive_after(mark) finds a reply sent after the mark behind 100,000 
         herd::receive([](request q) { herd::send(q.from, reply{q.n}); }, [&](stop) { more = false; });
     });
     for (int i = 0; i < junk_count; ++i) herd::send(me, junk{i});
-    auto t0 = herd::test::clk::now();
     for (int i = 0; i < rounds; ++i) {
       herd::receive_mark m = herd::mark_mailbox();
       herd::send(server, request{me, i});
       herd::receive_after(m, [&](reply x) { replies += (x.n == i); });
     }
-    ms = herd::test::ms_since(t0);
     herd::send(server, stop{});
     size_after = herd::mailbox_size();
     for (int i = 0; i < junk_count; ++i)
@@ -395,8 +387,6 @@ TEST_CASE("receive_after(mark) finds a reply sent after the mark behind 100,000 
   });
   CHECK(r.is_normal());
   CHECK(replies == rounds);
-  // Rescanning the junk for each reply would take 10^8 match attempts.
-  CHECK(ms < 2000);
   CHECK(size_after == std::size_t(junk_count));
   CHECK(junk_seen == junk_count);
   CHECK(junk_in_order);
@@ -442,12 +432,11 @@ TEST_CASE("a receive mark stays valid when the message it points at is received"
 TEST_CASE("after(infinity), huge and negative timeouts", "[receive][timeout]") {
   unsigned workers = HERD_WORKERS();
   int inf = 0, huge = 0, near_max = 0, negative = 0;
-  double negative_ms = 1e9;
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
     auto later = [me](int v) {
       herd::spawn([me, v] {
-        herd::sleep(10ms);
+        herd::test::eventually_parked(me);  // the root waits with its long deadline armed
         herd::send(me, v);
       });
     };
@@ -458,16 +447,14 @@ TEST_CASE("after(infinity), huge and negative timeouts", "[receive][timeout]") {
     later(3);
     near_max = herd::receive([](int v) { return v; },
                              herd::after(std::chrono::milliseconds::max() - 1ms, [] { return -1; }));
-    auto t0 = herd::test::clk::now();
+    // A negative timeout fires at once; wrapped to a huge one it would hang the test.
     negative = herd::receive([](int v) { return v; }, herd::after(-5ms, [] { return -1; }));
-    negative_ms = herd::test::ms_since(t0);
   });
   CHECK(r.is_normal());
   CHECK(inf == 1);
   CHECK(huge == 2);
   CHECK(near_max == 3);
   CHECK(negative == -1);
-  CHECK(negative_ms < 50);
 }
 
 TEST_CASE("a receive with only an after clause waits the timeout and takes nothing", "[receive][timeout]") {

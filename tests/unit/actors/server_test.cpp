@@ -233,14 +233,16 @@ TEST_CASE("a deferred reply: handle_call returns noreply and the server answers 
     auto s = herd::start_server<counter>(&rec, 0);
     herd::pid me = herd::self();
     // Two callers wait for the count to reach 3 and 5; casts get it there.
+    std::vector<herd::pid> callers;
     for (int target : {3, 5})
-      herd::spawn([s, me, target, &answered, &late_a, &late_b] {
+      callers.push_back(herd::spawn([s, me, target, &answered, &late_a, &late_b] {
         int v = herd::call<int>(s, wait_for{target});
         (target == 3 ? late_a : late_b) = v;
         answered.fetch_add(1);
         herd::send(me, target);
-      });
-    herd::sleep(10ms);
+      }));
+    // Both wait in their call: their requests are in the server's mailbox.
+    for (herd::pid c : callers) herd::test::eventually_parked(c, 0, 60s);
     early = answered.load();
     s.cast(inc{3});
     order.push_back(herd::receive([](int t) { return t; }));
@@ -501,7 +503,7 @@ TEST_CASE("a hibernating server answers calls and keeps its state - its stack go
       for (auto& s : ss) s.cast(inc{round});
       for (auto& s : ss) sum += s.call(get{});
     }
-    herd::sleep(10ms);
+    herd::test::eventually([&] { return n.runtime().metrics().stacks_in_use < base + n_servers / 10; }, 60s);
     idle = n.runtime().metrics().stacks_in_use;
     // hibernate_now() from a handler, on a server that would not hibernate.
     auto plain = herd::start_server<sleeper>();
@@ -520,16 +522,18 @@ TEST_CASE("a hibernating server answers calls and keeps its state - its stack go
 
 TEST_CASE("a server that hibernates after a while idle answers calls before and after", "[server][hibernate]") {
   int a = -1, b = -1;
+  bool hibernated = false;
   auto r = run_node(herd::test::opts(2), [&] {
     auto s = herd::start_server<sleeper>(herd::server_options{.hibernate_after = 5ms});
     s.cast(inc{1});
     a = s.call(get{});
-    herd::sleep(20ms);
+    hibernated = herd::test::eventually_hibernated(s, 60s);
     s.cast(inc{1});
     b = s.call(get{});
     (void)herd::stop_server(s);
   });
   CHECK(r.is_normal());
+  CHECK(hibernated);
   CHECK(a == 1);
   CHECK(b == 2);
 }

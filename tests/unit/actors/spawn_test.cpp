@@ -219,7 +219,7 @@ TEST_CASE("spawn from a process runs the child at once until it first blocks (de
     herd::spawn([&order] { order.push_back(3); });
     order.push_back(4);
     herd::send(child, stop{});
-    herd::sleep(10ms);
+    herd::test::eventually_gone(child, 60s);  // it has pushed its 5
   });
   CHECK(r.is_normal());
   CHECK(order == std::vector<int>{1, 2, 3, 4, 5});
@@ -258,10 +258,16 @@ TEST_CASE("processes spawned one after another from a foreign thread reuse their
     carved_before = m.stacks_carved;
     std::thread t([me] {
       for (int i = 0; i < 500; ++i) {
+        herd::rt::runtime_metrics before;
+        herd::rt::current_metrics(before);
         std::atomic<bool> ended{false};
         herd::spawn([&ended] { ended = true; });
-        while (!ended) std::this_thread::yield();
-        std::this_thread::sleep_for(100us);  // until it has left its stack
+        // Until it has given its stack back (bounded only to end a broken run).
+        auto end = std::chrono::steady_clock::now() + 60s;
+        for (herd::rt::runtime_metrics now; std::chrono::steady_clock::now() < end; std::this_thread::yield()) {
+          herd::rt::current_metrics(now);
+          if (ended && now.stacks_in_use <= before.stacks_in_use) break;
+        }
       }
       herd::send(me, done{0});
     });
@@ -303,7 +309,7 @@ TEST_CASE("the stacks of a burst spawned from a foreign thread give their pages 
     // Quiet for a second, then a park trims them: wait up to 5 s.
     auto t0 = std::chrono::steady_clock::now();
     do {
-      herd::sleep(100ms);
+      herd::sleep(100ms);  // polls the condition below
       herd::rt::current_metrics(m);
     } while (m.stacks_trimmed - trimmed_before < uint64_t(burst) && std::chrono::steady_clock::now() - t0 < 5s);
     trimmed_after = m.stacks_trimmed;

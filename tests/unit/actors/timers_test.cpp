@@ -23,31 +23,31 @@ struct stop {};
 
 using namespace timers_test_msgs;
 
-TEST_CASE("sleep sleeps about the time asked - messages that arrive meanwhile stay queued", "[timers]") {
+TEST_CASE("sleep does not end before the time asked - messages that arrive meanwhile stay queued", "[timers]") {
   unsigned workers = HERD_WORKERS();
-  double ms = 0, zero_ms = 1e9;
+  double ms = 0;
+  bool zero_returned = false;
   std::size_t queued = 0;
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
     herd::spawn([me] {
-      herd::sleep(5ms);
+      herd::test::eventually_parked(me);  // the root is in its sleep
       herd::send(me, tick{1});
     });
     auto t0 = herd::test::clk::now();
-    herd::sleep(50ms);
+    herd::sleep(300ms);  // the sleep under test (its lower bound)
     ms = herd::test::ms_since(t0);
     queued = herd::mailbox_size();
     herd::receive([](tick) {});
-    t0 = herd::test::clk::now();
+    // A zero or negative duration returns: it must not wrap to an endless wait.
     herd::sleep(0ms);
     herd::sleep(-5ms);
-    zero_ms = herd::test::ms_since(t0);
+    zero_returned = true;
   });
   CHECK(r.is_normal());
-  CHECK(ms >= 49);
-  CHECK(ms < 1000);
+  CHECK(ms >= 299);
   CHECK(queued == 1);
-  CHECK(zero_ms < 20);
+  CHECK(zero_returned);
 }
 
 TEST_CASE("send_after delivers the message after the delay", "[timers]") {
@@ -68,7 +68,6 @@ TEST_CASE("send_after delivers the message after the delay", "[timers]") {
   CHECK(got);
   CHECK(v == 7);
   CHECK(ms >= 39);
-  CHECK(ms < 1000);
 }
 
 TEST_CASE("send_after timers fire in deadline order", "[timers]") {
@@ -112,18 +111,19 @@ TEST_CASE("cancel_timer before it fires prevents delivery and returns true - aft
 
 TEST_CASE("read_timer tells the milliseconds left", "[timers]") {
   int64_t left0 = -2, left1 = -2;
+  // An hour: however long a loaded machine takes, the timer is still pending.
   auto r = run_node(herd::test::opts(2), [&] {
-    herd::timer_ref t = herd::send_after(1000ms, herd::self(), tick{0});
+    herd::timer_ref t = herd::send_after(1h, herd::self(), tick{0});
     left0 = herd::read_timer(t);
-    herd::sleep(100ms);
+    herd::sleep(100ms);  // an interval to measure, not synchronisation
     left1 = herd::read_timer(t);
     herd::cancel_timer(t);
   });
   CHECK(r.is_normal());
-  CHECK(left0 > 950);
-  CHECK(left0 <= 1000);
-  CHECK(left1 > 700);
-  CHECK(left1 <= 901);
+  CHECK(left0 > 3'600'000 - 60'000);
+  CHECK(left0 <= 3'600'000);
+  CHECK(left1 > 0);
+  CHECK(left1 <= left0 - 99);
 }
 
 TEST_CASE("cancel_timer works from another process and from a foreign thread", "[timers]") {
@@ -164,50 +164,45 @@ TEST_CASE("send_after from a foreign thread delivers", "[timers]") {
 }
 
 TEST_CASE("a send_after to a process that has died is dropped and freed", "[timers]") {
-  bool gone = false;
-  auto r = run_node(herd::test::opts(2), [&] {
+  bool fired = false;
+  auto r = herd::test::run_node_with(herd::test::opts(2), [&](herd::node& n) {
     herd::pid child = herd::spawn([] { herd::receive([](stop) {}); });
     herd::send_after(10ms, child, std::string(300, 'd'));
     herd::send(child, stop{});
-    herd::sleep(40ms);
-    gone = true;
+    // The timer has fired (no timer left armed) before the node ends, which
+    // then checks that its message was freed.
+    fired = herd::test::eventually([&] { return herd::test::armed_timers(n.runtime()) == 0; }, 60s);
   });
   CHECK(r.is_normal());
-  CHECK(gone);
+  CHECK(fired);
 }
 
+// Hours: a node that waited for its timers would time the test out.
 TEST_CASE("timers still pending when the node stops never fire and their messages are freed", "[timers][node]") {
-  double ms = 1e9;
-  auto t0 = herd::test::clk::now();
   auto r = run_node(herd::test::opts(2), [&] {
     herd::pid me = herd::self();
-    herd::send_after(10s, me, std::string(300, 'p'));
+    herd::send_after(1h, me, std::string(300, 'p'));
     herd::spawn([me] { herd::send_after(1h, me, tick{1}); });
   });
-  ms = herd::test::ms_since(t0);
   CHECK(r.is_normal());
-  CHECK(ms < 2000);
 }
 
+// Hours of virtual time: in wall time they would time the test out.
 TEST_CASE("deterministic mode: timeouts and sleeps take no wall time (virtual clock)", "[timers][deterministic]") {
-  double wall = 1e9;
   uint64_t virt = 0;
   bool timed_out = false;
   unsigned workers = 0;
   auto r = herd::test::run_node_with(herd::test::deterministic_opts(), [&](herd::node& n) {
     workers = n.runtime().workers();
-    auto t0 = herd::test::clk::now();
     uint64_t v0 = herd::rt::now_ms();
-    herd::receive([](tick) {}, herd::after(5s, [&] { timed_out = true; }));
-    herd::sleep(10s);
+    herd::receive([](tick) {}, herd::after(1h, [&] { timed_out = true; }));
+    herd::sleep(2h);  // the virtual sleep under test
     virt = herd::rt::now_ms() - v0;
-    wall = herd::test::ms_since(t0);
   });
   CHECK(r.is_normal());
   CHECK(workers == 1);
   CHECK(timed_out);
-  CHECK(virt == 15000);
-  CHECK(wall < 1000);
+  CHECK(virt == 3 * 3'600'000);
 }
 
 TEST_CASE("deterministic mode: timers fire in exact deadline order at exact virtual times", "[timers][deterministic]") {
@@ -219,7 +214,7 @@ TEST_CASE("deterministic mode: timers fire in exact deadline order at exact virt
     // Sleepers and send_after timers, interleaved.
     for (int d : {300, 100, 500, 200}) {
       herd::spawn([me, d] {
-        herd::sleep(std::chrono::milliseconds(d));
+        herd::sleep(std::chrono::milliseconds(d));  // virtual time: the timer under test
         herd::send(me, woke{d, herd::rt::now_ms()});
       });
     }
@@ -246,7 +241,7 @@ TEST_CASE("deterministic mode: a receive timeout after one hour takes no wall ti
       for (int i = 0; i < 5; ++i)
         herd::spawn([me, i] {
           for (int k = 0; k < 3; ++k) {
-            herd::sleep(std::chrono::milliseconds(700 * (i + 1) + 13 * k));
+            herd::sleep(std::chrono::milliseconds(700 * (i + 1) + 13 * k));  // virtual time, under test
             herd::send(me, tick{i * 10 + k});
           }
         });
@@ -256,10 +251,9 @@ TEST_CASE("deterministic mode: a receive timeout after one hour takes no wall ti
     CHECK(r.is_normal());
     return trace;
   };
-  auto t0 = herd::test::clk::now();
+  // The hour's timeout in wall time would time the test out.
   auto a = run_once();
   auto b = run_once();
-  CHECK(herd::test::ms_since(t0) < 2000);
   CHECK(a == b);
   CHECK(a.size() == 15);
 }
@@ -272,7 +266,7 @@ TEST_CASE("deterministic mode: the virtual clock does not jump while blocking() 
     herd::pid me = herd::self();
     uint64_t v0 = herd::rt::now_ms();
     herd::spawn([me] {
-      herd::blocking([] { std::this_thread::sleep_for(50ms); });
+      herd::blocking([] { std::this_thread::sleep_for(50ms); });  // blocking work in flight: under test
       herd::send(me, tick{1});
     });
     got = herd::receive([](tick t) { return t.n; }, herd::after(10s, [] { return -1; }));

@@ -84,7 +84,7 @@ TEST_CASE("a listener whose acceptors_sup is killed past the restart intensity c
         break;  // the supervisor has ended
       }
       if (!acceptors_sup.valid() || acceptors_sup == last) {
-        herd::sleep(1ms);  // being restarted
+        herd::sleep(1ms);  // being restarted: polls which_children
         continue;
       }
       last = acceptors_sup;

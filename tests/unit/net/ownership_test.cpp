@@ -76,7 +76,9 @@ TEST_CASE("readiness that was pending when ownership moved reaches the new owner
     // Armed while the bytes are already there: the notification is posted to
     // us; we hand the socket over before our mailbox is drained.
     p.peer.send_all("pending");
-    std::this_thread::sleep_for(20ms);  // the edge reaches the poller (no drain: not a herd sleep)
+    // The bytes are in our socket's queue (poll, not a herd wait: no drain of our mailbox).
+    pollfd pfd{p.mine.fd(), POLLIN, 0};
+    REQUIRE(::poll(&pfd, 1, 60000) == 1);
     REQUIRE(p.mine.set_active(active::once()));
     REQUIRE(p.mine.controlling_process(next));
     herd::send(next, handle{std::move(p.mine)});

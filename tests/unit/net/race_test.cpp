@@ -43,7 +43,7 @@ TEST_CASE("a close racing readiness delivers nothing after the close and frees t
       if (i % 2) herd::yield();  // vary where the close lands
       p.mine.close();
       flush_net();  // delivered before the close: they stay, drop them
-      herd::sleep(1ms);
+      herd::sleep(1ms);  // not synchronisation: a window for a wrongly late delivery to show
       late += herd::receive([&](tcp_data& d) { return d.sock == id ? 1 : 0; }, herd::after(0ms, [] { return 0; }));
       stop = true;
       ::shutdown(p.peer.fd, SHUT_RDWR);  // ends the flooder's send; close after it has stopped

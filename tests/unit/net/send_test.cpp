@@ -33,7 +33,7 @@ TEST_CASE("send to a peer that never reads parks the sender, keeps memory bounde
     herd::pid ticker = herd::spawn([&] {
       while (!stop.load()) {
         ticks.fetch_add(1);
-        herd::sleep(1ms);
+        herd::sleep(1ms);  // the ticker's pace (the workload), not synchronisation
       }
     });
     std::string chunk(64 * 1024, 'x');
@@ -56,8 +56,9 @@ TEST_CASE("send to a peer that never reads parks the sender, keeps memory bounde
   CHECK(code == errc::timeout);
   CHECK(sent_before_timeout < (8u << 20));  // the kernel's buffers, not user space
   CHECK(elapsed >= 280);
-  CHECK(elapsed < 5000);
-  CHECK(ticks_while_parked > 50);
+  // A spinning sender would have kept the ticker off its only worker; the
+  // count is low for a machine that delays 1 ms timers by several.
+  CHECK(ticks_while_parked > 10);
 }
 
 TEST_CASE("a parked sender resumes when the peer reads, and every byte arrives in order", "[net][send]") {
@@ -68,8 +69,10 @@ TEST_CASE("a parked sender resumes when the peer reads, and every byte arrives i
   herd::test::run_node(node_opts(2), [&] {
     auto p = connected_pair();
     REQUIRE(p.mine.valid());
-    std::thread reader([&] {
-      std::this_thread::sleep_for(50ms);  // let the sender fill the buffers and park
+    herd::pid me = herd::self();
+    std::thread reader([&, me] {
+      // The sender has filled the buffers and parked (bounded only to end a broken run).
+      herd::test::eventually_on_thread([me] { return herd::test::parked(me); }, 60s);
       got = p.peer.recv_n(expect.size(), 20000);
     });
     ok = p.mine.send(expect).ok();
@@ -85,8 +88,9 @@ TEST_CASE("a peer that disconnects mid-write gives an error, not SIGPIPE", "[net
   herd::test::run_node(node_opts(2), [&] {
     auto p = connected_pair();
     REQUIRE(p.mine.valid());
-    std::thread closer([&] {
-      std::this_thread::sleep_for(50ms);
+    herd::pid me = herd::self();
+    std::thread closer([&, me] {
+      herd::test::eventually_on_thread([me] { return herd::test::parked(me); }, 60s);  // mid-write
       p.peer.reset();
     });
     std::string chunk(256 * 1024, 'y');

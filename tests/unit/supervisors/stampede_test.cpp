@@ -159,7 +159,7 @@ TEST_CASE("stampede: random kills of workers and supervisors in a three-level tr
         }
         ++kills;
       }
-      herd::sleep(1ms);
+      herd::sleep(1ms);  // the stampede's pace (the workload)
     }
 
     auto t1 = herd::test::clk::now();

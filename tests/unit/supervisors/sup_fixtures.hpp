@@ -107,7 +107,7 @@ inline auto slow_cleanup(std::chrono::milliseconds d, std::atomic<bool>& cleaned
     for (;;)
       herd::receive([&](herd::exit_msg e) {
         if (e.reason.kind() == herd::exit_kind::shutdown) {
-          herd::sleep(d);
+          herd::sleep(d);  // the slow cleanup under test
           cleaned = true;
           herd::exit(e.reason);
         }
