@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <herd/actors/ok.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -46,8 +47,6 @@ namespace herd {
 
 // An empty reply, for calls that only need to know they were done (what a
 // herd::server's handle_call that returns void or herd::ok replies).
-struct ok {};
-
 // Where a reply goes.
 struct from {
   pid caller;
