@@ -91,6 +91,9 @@ class table {
   // The calling process owns the new table. A name already used by a live
   // table is an error value; so is an heir that has ended.
   static tables::result<table> create(table_options o = {}) {
+    if constexpr (!std::equality_comparable<V>)
+      if (o.type == table_type::bag)
+        throw table_error("herd::table::create: a bag compares values; give the value type an operator==");
     if (o.heir && o.heir == self()) o.heir = no_pid;
     unsigned bits = o.write_concurrency && o.type != table_type::ordered_set ? 6 : 0;
     auto st = std::make_shared<state>(o, bits);

@@ -406,8 +406,9 @@ class store {
     if (it != s.map.end()) {
       if (only_new) return false;
       if constexpr (Multi) {
-        if (kind_ == table_kind::bag && std::find(it->second.begin(), it->second.end(), v) != it->second.end())
-          return true;
+        if constexpr (std::equality_comparable<V>)  // a bag of V without == is refused at creation
+          if (kind_ == table_kind::bag && std::find(it->second.begin(), it->second.end(), v) != it->second.end())
+            return true;
         it->second.push_back(v);
         s.objects += 1;
         s.heap += int64_t(owned_bytes(v));
