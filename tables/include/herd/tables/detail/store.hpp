@@ -246,9 +246,11 @@ class store {
       if (!dflt) return std::nullopt;
       it = s.map.emplace(pos<K>{h, k}, *dflt).first;
       s.objects += 1;
-      s.heap += int64_t(owned_bytes(k) + owned_bytes(*dflt));
+      s.heap += int64_t(owned_bytes(it->first.k));
+    } else {
+      s.heap -= int64_t(owned_bytes(it->second));
     }
-    s.heap -= int64_t(owned_bytes(it->second));
+    // f changes the value; its bytes are measured after (the key's stay)
     auto r = f(it->second);
     s.heap += int64_t(owned_bytes(it->second));
     return r;
@@ -411,19 +413,21 @@ class store {
             return true;
         it->second.push_back(v);
         s.objects += 1;
-        s.heap += int64_t(owned_bytes(v));
+        s.heap += int64_t(owned_bytes(it->second.back()));
       } else {
-        s.heap += int64_t(owned_bytes(v)) - int64_t(owned_bytes(it->second));
+        // measured as stored: an assigned string keeps its own capacity
+        s.heap -= int64_t(owned_bytes(it->second));
         it->second = v;
+        s.heap += int64_t(owned_bytes(it->second));
       }
       return true;
     }
     if constexpr (Multi)
-      s.map.emplace(pos<K>{h, k}, mapped{v});
+      it = s.map.emplace(pos<K>{h, k}, mapped{v}).first;
     else
-      s.map.emplace(pos<K>{h, k}, v);
+      it = s.map.emplace(pos<K>{h, k}, v).first;
     s.objects += 1;
-    s.heap += int64_t(owned_bytes(k) + owned_bytes(v));
+    s.heap += weigh(it).second;
     return true;
   }
 
