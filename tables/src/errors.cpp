@@ -7,6 +7,7 @@ const char* to_string(errc e) noexcept {
     case errc::name_taken: return "name_taken";
     case errc::not_alive: return "not_alive";
     case errc::already_owner: return "already_owner";
+    case errc::not_joined: return "not_joined";
   }
   return "unknown";
 }

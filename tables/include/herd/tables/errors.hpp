@@ -21,6 +21,7 @@ enum class errc : uint8_t {
   name_taken,   // create: a live table has that name
   not_alive,    // give_away / heir: the process has ended (or never was)
   already_owner,  // give_away to the owner itself
+  not_joined,   // pg::leave: a pid was not in the group
 };
 
 const char* to_string(errc e) noexcept;
