@@ -49,12 +49,14 @@ for _mix in ("read90", "write50", "counter", "counter_spread"):
         WORKLOADS[f"table_{_mix}_{_type}"] = (
             ["table", _mix, "--procs", "1000", "--keys", "100000", "--ops", "10000000", "--type", _type],
             ["table", _mix, "--procs", "100", "--keys", "10000", "--ops", "100000", "--type", _type])
+WORKLOADS["pg_fanout"] = (["pg_fanout", "--members", "10000", "--messages", "100"],
+                          ["pg_fanout", "--members", "1000", "--messages", "10"])
 # Workloads only some peers have (the relations ones and tables: herd and Erlang).
 ONLY_IMPLS = {w: {"herd", "erlang"} for w in ("forkjoin_monitor", "links", "monitors", "deferred_calls")}
-ONLY_IMPLS.update({w: {"herd", "erlang"} for w in WORKLOADS if w.startswith("table_")})
+ONLY_IMPLS.update({w: {"herd", "erlang"} for w in WORKLOADS if w.startswith("table_") or w == "pg_fanout"})
 
 LOWER_BETTER = {"ns_per_rt", "bytes_per_actor", "ns_per_call", "p50_us", "p99_us", "bytes_per_entry"}
-HIGHER_BETTER = {"msgs_per_s", "hops_per_s", "ops_per_s"}
+HIGHER_BETTER = {"msgs_per_s", "hops_per_s", "ops_per_s", "delivered_per_s"}
 
 
 def better(key):

@@ -4,7 +4,7 @@
 %% that measured best on OTP 25 (--ets-opts overrides: none | rc | wc | auto |
 %% rc_auto | rc_wc); bytes_per_entry is ets:info(T, memory) in bytes / K.
 -module(actorbench_table).
--export([main/1, worker/7]).
+-export([main/1, worker/7, pg_fanout/1]).
 
 main(Args) ->
     O = parse(Args, #{procs => 1000, keys => 100000, ops => 10000000, type => set}),
@@ -81,3 +81,38 @@ worker(Parent, T, Mix, K, N, S0, Sum) ->
 
 first([{_, A, _}]) -> A;
 first([]) -> 0.
+
+%% ---- pg_fanout --members M --messages N: the peer of workload_pg.cpp --------
+pg_fanout(Args) ->
+    O = pg_parse(Args, #{members => 10000, messages => 100}),
+    #{members := M, messages := N} = O,
+    {ok, _} = pg:start_link(bench_scope),
+    Self = self(),
+    Pids = [spawn(fun() -> pg_member(Self, N, 0, 0) end) || _ <- lists:seq(1, M)],
+    ok = pg:join(bench_scope, bench, Pids),
+    T0 = erlang:monotonic_time(),
+    pg_send(N, 0),
+    Sum = lists:sum([receive {counted, S} -> S end || _ <- lists:seq(1, M)]),
+    Us = erlang:convert_time_unit(erlang:monotonic_time() - T0, native, microsecond),
+    io:format("RESULT impl=erlang workload=pg_fanout members=~b messages=~b wall_ms=~.1f delivered_per_s=~b "
+              "workers=~b checksum=~b~n",
+              [M, N, Us / 1000, round(M * N / Us * 1000000), erlang:system_info(schedulers_online), Sum]),
+    ok.
+
+pg_send(N, N) -> ok;
+pg_send(N, I) ->
+    [P ! {tick, I} || P <- pg:get_members(bench_scope, bench)],
+    pg_send(N, I + 1).
+
+pg_member(Report, N, N, Sum) -> Report ! {counted, Sum};
+pg_member(Report, N, I, Sum) -> receive {tick, T} -> pg_member(Report, N, I + 1, Sum + T) end.
+
+pg_parse(["--members", V | T], O) -> pg_parse(T, O#{members => pos(V)});
+pg_parse(["--messages", V | T], O) -> pg_parse(T, O#{messages => pos(V)});
+pg_parse(["--workers", V | T], O) ->
+    N = pos(V),
+    N =< erlang:system_info(schedulers) orelse throw({usage, "--workers exceeds +S schedulers"}),
+    erlang:system_flag(schedulers_online, N),
+    pg_parse(T, O);
+pg_parse([], O) -> O;
+pg_parse(A, _) -> throw({usage, "bad pg_fanout arguments: " ++ lists:join(" ", A)}).
