@@ -23,6 +23,9 @@
 #include <herd/runtime/thread_safety.hpp>
 #include <herd/tables/detail/table_base.hpp>
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -186,6 +189,17 @@ std::shared_ptr<table_base> find(std::string_view name) {
   return it == r.by_name.end() ? nullptr : r.by_id.at(it->second).t;
 }
 
+namespace {
+// "unsigned long" rather than "m": the observer shows it to people.
+std::string readable(const std::type_info& t) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
+  std::string s = status == 0 && d ? d : t.name();
+  std::free(d);
+  return s;
+}
+}  // namespace
+
 std::vector<table_info> list() {
   std::vector<std::pair<std::shared_ptr<table_base>, pid>> all;
   {
@@ -196,7 +210,7 @@ std::vector<table_info> list() {
   std::vector<table_info> out;
   for (auto& [t, heir] : all)
     out.push_back({t->id, t->name, t->kind, t->access, t->owner.load(std::memory_order_acquire), heir, t->size(),
-                   t->memory(), t->key_type.name(), t->value_type.name()});
+                   t->memory(), readable(t->key_type), readable(t->value_type)});
   return out;
 }
 
