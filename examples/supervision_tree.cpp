@@ -92,7 +92,9 @@ int main(int argc, char**) {
                 new_db.to_string().c_str(), herd::call<int>(new_db, query{21}));
     print_tree(*top, 1);
 
-    sup::stop(*top);  // stops every child, deepest and last-started first
+    // Stops every child, deepest and last-started first; a value says how it went.
+    if (auto stopped = sup::stop(*top, herd::exit_reason::shutdown(), 10s); !stopped)
+      std::fprintf(stderr, "supervision_tree: %s\n", stopped.error().message().c_str());
   });
   herd::log_flush();  // the crash report (stderr) is out before we finish
   std::printf("root exited: %s\n", why.to_string().c_str());

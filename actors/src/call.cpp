@@ -17,11 +17,12 @@ constexpr std::size_t from_server_offset = sizeof(uint64_t);  // reply_envelope:
 }  // namespace
 
 call_state begin_call(pid server, message* request) {
-  process* p = self_process();
-  if (!p) {
-    destroy_message(request);
-    std::fputs("herd: call() outside a process\n", stderr);
-    std::abort();
+  process* p;
+  try {
+    p = require_process("herd::call");
+  } catch (...) {
+    destroy_message(request);  // ours since the call: it will never be sent
+    throw;
   }
   if (server == p->id) {
     destroy_message(request);

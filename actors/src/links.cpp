@@ -10,20 +10,9 @@
 #include "signals.hpp"
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 
 namespace herd::detail {
 namespace {
-
-process* require_self(const char* what) {
-  process* p = self_process();
-  if (!p) {
-    std::fprintf(stderr, "herd: %s called outside a process\n", what);
-    std::abort();
-  }
-  return p;
-}
 
 std::atomic<uint64_t> g_ref_blocks{0};
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_ref_next = 0;
@@ -74,7 +63,7 @@ namespace herd {
 using namespace detail;
 
 void link(pid target) {
-  process* p = require_self("link");
+  process* p = require_process("herd::link");
   if (target == p->id) return;
   // An invalid pid names no process: noproc, and nothing to remember.
   if (target.valid()) relations_of(p).add_link(target);
@@ -85,13 +74,13 @@ void link(pid target) {
 }
 
 void unlink(pid target) {
-  process* p = require_self("unlink");
+  process* p = require_process("herd::unlink");
   if (!p->rel || !p->rel->drop_link(target)) return;
   send_signal(target, kind_unlink, sig_unlink{p->id});
 }
 
 bool trap_exit(bool on) {
-  process* p = require_self("trap_exit");
+  process* p = require_process("herd::trap_exit");
   bool was = p->trap_exit.load(std::memory_order_relaxed);
   p->trap_exit.store(on, std::memory_order_relaxed);
   return was;
@@ -103,7 +92,7 @@ bool trapping_exits() noexcept {
 }
 
 monitor_ref monitor(pid target) {
-  process* p = require_self("monitor");
+  process* p = require_process("herd::monitor");
   monitor_ref ref = new_ref();
   relations_of(p).add(ref_role::monitoring, ref.id, target);
   if (!send_signal(target, kind_monitor, sig_monitor{p->id, ref.id}))
@@ -111,10 +100,13 @@ monitor_ref monitor(pid target) {
   return ref;
 }
 
-monitor_ref monitor(std::string_view name) { return monitor(whereis(name).value_or(no_pid)); }
+monitor_ref monitor(std::string_view name) {
+  require_process("herd::monitor");  // before the lookup: the rule, not noproc, is the answer
+  return monitor(whereis(name).value_or(no_pid));
+}
 
 bool demonitor(monitor_ref ref) {
-  process* p = require_self("demonitor");
+  process* p = require_process("herd::demonitor");
   pid target;
   if (!p->rel || !p->rel->drop(ref_role::monitoring, ref.id, &target)) {
     drop_tagged(p, nullptr, true, ref.id);  // its `down` may be filed already: never received now

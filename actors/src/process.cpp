@@ -303,11 +303,11 @@ void free_body(body* b) noexcept {
 body* take_continuation(hibernation&& h) noexcept { return h.release(); }
 
 [[noreturn]] void throw_hibernate(body* b) {
-  process* p = self_process();
-  if (!p) {
-    free_body(b);
-    std::fputs("herd: hibernate() called outside a process\n", stderr);
-    std::abort();
+  try {
+    require_process("herd::hibernate");
+  } catch (...) {
+    free_body(b);  // the continuation will never run
+    throw;
   }
   throw hibernate_unwind{b};
 }
@@ -366,11 +366,7 @@ pid self() noexcept {
 }
 
 [[noreturn]] void exit(exit_reason reason) {
-  detail::process* p = detail::self_process();
-  if (!p) {
-    std::fputs("herd: exit() called outside a process\n", stderr);
-    std::abort();
-  }
+  detail::process* p = detail::require_process("herd::exit");
   auto* r = new exit_reason(std::move(reason));
   herd::exit_reason* expected = nullptr;
   // acq_rel: pairs with the acquire loads at blocking points.
@@ -388,8 +384,7 @@ void exit(pid target, exit_reason reason) {
 }
 
 void yield() {
-  detail::process* p = detail::self_process();
-  if (!p) return;
+  detail::process* p = detail::require_process("herd::yield");
   detail::drain_mailbox(p);
   if (detail::exit_pending_at_blocking_point(p)) return;
   rt::yield();
@@ -398,8 +393,7 @@ void yield() {
 }
 
 void sleep(std::chrono::milliseconds d) {
-  detail::process* p = detail::self_process();
-  if (!p) return;
+  detail::process* p = detail::require_process("herd::sleep");
   uint64_t deadline = rt::deadline_after(d);
   for (;;) {
     detail::drain_mailbox(p);

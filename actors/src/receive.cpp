@@ -10,18 +10,7 @@
 #include "process.hpp"
 #include "signals.hpp"
 
-#include <stdexcept>
-
 namespace herd::detail {
-namespace {
-
-process* require_self(const char* what) {
-  process* p = self_process();
-  if (!p) throw std::logic_error(std::string("herd: ") + what + " called outside a process");
-  return p;
-}
-
-}  // namespace
 
 // 0 stands for "already passed" (after(0) and negative timeouts): receive_scan
 // then returns without reading the clock.
@@ -39,12 +28,12 @@ void mark_mailbox_of(process* p) {
 }
 
 receive_mark make_mark() {
-  mark_mailbox_of(require_self("mark_mailbox"));
+  mark_mailbox_of(require_process("herd::mark_mailbox"));
   return {};
 }
 
 message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
-  process* p = require_self("receive");
+  process* p = require_process(from_mark ? "herd::receive_after" : "herd::receive");
   rt::consume_reduction(p);
   bool no_block = exit_pending_at_blocking_point(p);
   mailbox& mb = p->mbox;

@@ -1,5 +1,6 @@
 // The non-template parts of herd::server (see <herd/actors/server.hpp>):
-// the synchronous start's wait, stop_server, and an exception as a reason.
+// the synchronous start's wait, stop_server (and the process layer's error
+// it returns), and an exception as a reason.
 #include <herd/actors/logger.hpp>
 #include <herd/actors/server.hpp>
 
@@ -47,7 +48,17 @@ void log_unexpected(std::string_view type_name) noexcept {
 
 namespace herd {
 
-exit_reason stop_server(pid server, exit_reason reason, std::chrono::milliseconds timeout) {
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::timeout: return "timeout";
+  }
+  return "?";
+}
+
+std::string error::message() const { return herd::detail::code_and_detail(to_string(code), detail); }
+
+result<exit_reason, error> stop_server(pid server, exit_reason reason, std::chrono::milliseconds timeout) {
+  detail::require_process("herd::stop_server");
   mark_mailbox();
   monitor_ref ref = monitor(server);
   send(server, detail::srv::stop_request{std::move(reason)});
@@ -55,14 +66,10 @@ exit_reason stop_server(pid server, exit_reason reason, std::chrono::millisecond
   receive_after(receive_mark{},
                 when([ref](const down& d) { return d.ref == ref; }, [&](down&& d) { died.emplace(std::move(d.reason)); }),
                 after(timeout));
-  std::string who = "herd::stop_server(" + server.to_string() + "): ";
-  if (!died) {
-    demonitor(ref);
-    throw call_error(call_error::timeout, exit_reason::normal(),
-                     who + "not exited within " + std::to_string(timeout.count()) + " ms");
-  }
-  if (died->kind() == exit_kind::noproc) throw call_error(call_error::noproc, *died, who + "no such process (noproc)");
-  return std::move(*died);
+  if (died) return std::move(*died);  // noproc too: there was no such process
+  demonitor(ref);
+  return error{errc::timeout,
+               "stop_server " + server.to_string() + ": not exited within " + std::to_string(timeout.count()) + " ms"};
 }
 
 }  // namespace herd

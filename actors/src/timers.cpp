@@ -3,6 +3,8 @@
 #include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
 
+#include "node_state.hpp"
+
 #include <new>
 #include <string>
 #include <string_view>
@@ -50,6 +52,10 @@ void drop_named(void* a) {
 }  // namespace
 
 timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name, message* m) {
+  if (!current_node()) {  // no runtime to hold the timer (it dereferenced none): dropped, as send drops
+    destroy_message(m);
+    return {};
+  }
   pending_named_send* ps;
   try {
     ps = new pending_named_send{std::string(name), m};
@@ -61,6 +67,10 @@ timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name
 }
 
 timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m) {
+  if (!current_node()) {
+    destroy_message(m);
+    return {};
+  }
   auto* ps = new (alloc::allocate(sizeof(pending_send))) pending_send{to, m};
   return rt::schedule_timer(rt::deadline_after(delay), &fire, &drop, ps);
 }

@@ -122,21 +122,21 @@ bool load_newest(bool at_start) {
     return true;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  herd::modules::load_result r = herd::modules::load(file, g_load_options);
+  herd::modules::result<herd::modules::loaded> r = herd::modules::load(file, g_load_options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r) {
-    const bool hint = r.code == herd::modules::load_errc::old_version_in_use;
-    std::fprintf(stderr, "hot_swap_server: load failed: %s%s\n", r.message.c_str(),
+    const bool hint = r.code() == herd::modules::errc::old_version_in_use;
+    std::fprintf(stderr, "hot_swap_server: load failed: %s%s\n", r.error().message().c_str(),
                  hint ? " (hot_swap_server --purge kill does that)" : "");
     return !at_start;
   }
   g_loaded = id;
-  std::printf("loaded %s %s from %s in %.1f ms\n", r.module.c_str(), r.version.c_str(), file.c_str(), ms);
+  std::printf("loaded %s %s from %s in %.1f ms\n", r->module.c_str(), r->version.c_str(), file.c_str(), ms);
   std::fflush(stdout);
-  if (r.module != g_module) {
+  if (r->module != g_module) {
     // Connections would each fail with "no current version".
     std::fprintf(stderr, "hot_swap_server: %s holds module %s, not %s (the one connections run: --module NAME)\n",
-                 file.c_str(), r.module.c_str(), g_module.c_str());
+                 file.c_str(), r->module.c_str(), g_module.c_str());
     return !at_start && current_version_of(g_module);
   }
   return true;

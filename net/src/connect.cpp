@@ -44,6 +44,12 @@ result<socket_impl*> adopt_with(int fd, const socket_options& o, uint32_t initia
 }  // namespace detail
 
 result<tcp_socket> tcp_socket::adopt(int fd, const socket_options& o) {
+  try {
+    herd::detail::require_process("herd::net::tcp_socket::adopt");  // the caller becomes the owner
+  } catch (...) {
+    ::close(fd);  // as on every other failure: the fd is ours now
+    throw;
+  }
   auto r = detail::adopt_with(fd, o, detail::st::writable);
   if (!r) return r.error();
   return tcp_socket(*r);
@@ -51,6 +57,7 @@ result<tcp_socket> tcp_socket::adopt(int fd, const socket_options& o) {
 
 result<tcp_socket> tcp_socket::connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
                                        socket_options o) {
+  herd::detail::require_process("herd::net::tcp_socket::connect");  // the caller becomes the owner
   auto addr = detail::make_address(host, port, true);
   if (!addr) return addr.error();
   int fd = ::socket(addr->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -205,13 +205,13 @@ void conns_sup_main(std::shared_ptr<listener_state> lp) {
 
 namespace herd::net {
 
-std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size_t max,
-                                                  std::chrono::milliseconds timeout) {
-  if (!conns_sup.valid()) return std::nullopt;
+result<connections_listing> connections_of(herd::pid conns_sup, std::size_t max, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::net::connections_of");
+  if (!conns_sup.valid()) return error{errc::not_found, 0, "connections_of: no conns_sup (an empty pid)"};
   try {
     return herd::call<connections_listing>(conns_sup, detail::list_request{max}, timeout);
-  } catch (const herd::call_error&) {
-    return std::nullopt;
+  } catch (const herd::call_error& e) {  // a call's failure is an exception; here it is an answer
+    return error{e.kind() == herd::call_error::timeout ? errc::timeout : errc::not_found, 0, e.what()};
   }
 }
 

@@ -110,6 +110,7 @@ result<int> open_listening(const listener_options& o, uint16_t* port) {
 }  // namespace
 
 result<listener_info> start_listener(std::string name, listener_options o, connection_handler h) {
+  herd::detail::require_process("herd::net::start_listener");
   if (name.empty()) return error{errc::bad_options, 0, "a listener needs a name"};
   if (o.acceptors == 0) return error{errc::bad_options, 0, "acceptors must be at least 1"};
   if (!h) return error{errc::bad_options, 0, "no connection handler"};
@@ -149,11 +150,12 @@ result<listener_info> start_listener(std::string name, listener_options o, conne
 }
 
 result<> stop_listener(std::string_view name) {
+  herd::detail::require_process("herd::net::stop_listener");
   auto l = find(name);
   if (!l) return not_found(name);
   uint64_t v = l->sup.load(std::memory_order_relaxed);
   pid sup{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
-  herd::supervisor::stop(sup, exit_reason::shutdown());
+  (void)herd::supervisor::stop(sup, exit_reason::shutdown());  // no timeout: only ends once it has
   l->close_listen();
   // The tree is gone, so nothing reads the handler any more; destroy it now,
   // in the caller, not when the state is freed (retired: possibly only at
@@ -175,6 +177,7 @@ std::shared_ptr<listener_state> find_listener_state(std::string_view name) { ret
 }  // namespace detail
 
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::net::drain_listener");  // it waits with herd::sleep
   auto l = find(name);
   if (!l) return not_found(name);
   l->draining.store(true, std::memory_order_relaxed);

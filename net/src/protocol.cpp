@@ -103,6 +103,7 @@ void serve(handler h, tcp_socket s, protocol_options o, bool woken) {
 }  // namespace
 
 herd::timer_ref start_timer(std::chrono::milliseconds delay, uint64_t tag) {
+  herd::detail::require_process("herd::net::start_timer");  // the timer is for the caller
   return herd::send_after(delay, herd::self(), protocol_timer{tag});
 }
 

@@ -103,7 +103,7 @@ result<> handle_terminate(state& s, const std::string& id, pid p) {
   if (c.running()) terminate_one(s, c);
   c.restarting = false;
   if (c.is_temporary()) s.children.erase(s.children.begin() + i);
-  return ok_t{};
+  return herd::ok{};
 }
 
 result<pid> handle_restart(state& s, const std::string& id) {
@@ -125,7 +125,7 @@ result<> handle_delete(state& s, const std::string& id) {
   if (c.running()) return fail(errc::running, {}, c.id);
   if (c.restarting) return fail(errc::restarting);
   s.children.erase(s.children.begin() + i);
-  return ok_t{};
+  return herd::ok{};
 }
 
 std::vector<const child*> dynamic_in_start_order(const state& s) {

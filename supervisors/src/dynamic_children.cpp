@@ -53,7 +53,7 @@ result<> dynamic_terminate(state& s, pid p) {
   if (it == s.dynamic.end()) return fail(errc::not_found);  // by pid only, as in OTP
   terminate_one(s, it->second);
   s.dynamic.erase(it);
-  return ok_t{};
+  return herd::ok{};
 }
 
 void dynamic_child_exited(state& s, pid who, exit_reason r) {

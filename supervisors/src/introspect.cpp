@@ -85,11 +85,12 @@ std::vector<registered_supervisor> live_supervisors() {
   return out;
 }
 
-std::optional<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout) {
+result<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::supervisor::children_of");  // not a call_error: never an error value
   try {
     return herd::call<tree_children>(sup, detail::req::tree{max}, timeout);
-  } catch (const herd::call_error&) {
-    return std::nullopt;
+  } catch (const herd::call_error& e) {  // a call's failure is an exception; here it is an answer
+    return error{e.kind() == herd::call_error::timeout ? errc::timeout : errc::not_found, no_pid, e.what()};
   }
 }
 

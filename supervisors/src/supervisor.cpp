@@ -216,6 +216,7 @@ bool stop_requested(state& s, exit_reason& why) {
 namespace herd::supervisor {
 
 [[noreturn]] void run(flags f, std::vector<child_spec> children) {
+  herd::detail::require_process("herd::supervisor::run");
   detail::serve(std::move(f), std::move(children), no_pid, false);
 }
 

@@ -13,6 +13,7 @@
 #include "state.hpp"
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace herd::supervisor {
@@ -31,8 +32,18 @@ const char* to_string(errc e) noexcept {
     case errc::bad_args: return "bad_args";
     case errc::simple_one_for_one: return "simple_one_for_one";
     case errc::invalid_spec: return "invalid_spec";
+    case errc::timeout: return "timeout";
   }
   return "?";
+}
+
+std::string error::message() const {
+  std::string what = to_string(code);
+  if (child) {
+    what += ' ';  // (not " " + ...: GCC 12 warns about that concatenation, wrongly)
+    what += child.to_string();
+  }
+  return herd::detail::code_and_detail(what.c_str(), detail);
 }
 
 const char* to_string(restart_strategy s) noexcept {
@@ -46,8 +57,8 @@ const char* to_string(restart_strategy s) noexcept {
 }
 
 result<pid> start_link(flags f, std::vector<child_spec> children) {
+  herd::detail::require_process("herd::supervisor::start_link");
   const pid parent = self();
-  if (!parent) throw std::logic_error("herd::supervisor::start_link called outside a process");
   receive_mark mark = mark_mailbox();
   pid sup;
   try {
@@ -87,36 +98,47 @@ child_spec supervisor_spec(std::string id, flags f, std::vector<child_spec> chil
 }
 
 result<pid> start_child(pid sup, child_spec spec) {
+  herd::detail::require_process("herd::supervisor::start_child");
   return call<result<pid>>(sup, req::start_spec{std::move(spec)}, herd::infinity);
 }
 
 result<pid> start_child(pid sup, child_args args) {
+  herd::detail::require_process("herd::supervisor::start_child");
   return call<result<pid>>(sup, req::start_args{std::move(args)}, herd::infinity);
 }
 
 result<> terminate_child(pid sup, std::string_view id) {
+  herd::detail::require_process("herd::supervisor::terminate_child");
   return call<result<>>(sup, req::terminate{std::string(id), no_pid}, herd::infinity);
 }
 
 result<> terminate_child(pid sup, pid child) {
+  herd::detail::require_process("herd::supervisor::terminate_child");
   return call<result<>>(sup, req::terminate{{}, child}, herd::infinity);
 }
 
 result<pid> restart_child(pid sup, std::string_view id) {
+  herd::detail::require_process("herd::supervisor::restart_child");
   return call<result<pid>>(sup, req::restart{std::string(id)}, herd::infinity);
 }
 
 result<> delete_child(pid sup, std::string_view id) {
+  herd::detail::require_process("herd::supervisor::delete_child");
   return call<result<>>(sup, req::remove{std::string(id)}, herd::infinity);
 }
 
 std::vector<child_info> which_children(pid sup) {
+  herd::detail::require_process("herd::supervisor::which_children");
   return call<std::vector<child_info>>(sup, req::which{}, herd::infinity);
 }
 
-child_counts count_children(pid sup) { return call<child_counts>(sup, req::count{}, herd::infinity); }
+child_counts count_children(pid sup) {
+  herd::detail::require_process("herd::supervisor::count_children");
+  return call<child_counts>(sup, req::count{}, herd::infinity);
+}
 
-std::optional<exit_reason> stop(pid sup, exit_reason reason, std::chrono::milliseconds timeout) {
+result<exit_reason> stop(pid sup, exit_reason reason, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::supervisor::stop");
   // Unlinked first: a parent that stops its supervisor is not taken down by
   // the supervisor's (non-normal) exit.
   unlink(sup);
@@ -125,8 +147,10 @@ std::optional<exit_reason> stop(pid sup, exit_reason reason, std::chrono::millis
   std::optional<exit_reason> r;
   receive(when([m](const down& d) { return d.ref == m; }, [&](down&& d) { r.emplace(std::move(d.reason)); }),
           after(timeout));
-  if (!r) demonitor(m);
-  return r;
+  if (r) return std::move(*r);
+  demonitor(m);
+  return error{errc::timeout, no_pid,
+               "stop " + sup.to_string() + ": still alive after " + std::to_string(timeout.count()) + " ms"};
 }
 
 }  // namespace herd::supervisor

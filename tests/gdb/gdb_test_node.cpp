@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
       herd::register_name(w.name, p);
       std::printf("actor %s %s\n", w.name, p.to_string().c_str());
     }
-    herd::pid alpha = *herd::whereis("gdb_test.alpha");
+    herd::pid alpha = herd::whereis("gdb_test.alpha").value();
     for (int i = 0; i < 3; ++i) herd::send(alpha, unmatched{i});
 
     herd::pid sleeper = herd::spawn([root]() -> herd::hibernation {

@@ -68,7 +68,7 @@ TEST_CASE("processes and process name what each unnamed process runs and what ki
     c.pids = {lambda, given, server, *top, sup::which_children(*top)[0].pid};
     c.on_stop = [top = *top] {
       (void)herd::net::stop_listener("obs_lbl");
-      sup::stop(top);
+      (void)sup::stop(top);
     };
   });
   client c(n.socket());

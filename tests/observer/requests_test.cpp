@@ -196,7 +196,7 @@ TEST_CASE("tree shows a known supervision tree, nested, with a dynamic superviso
     for (int i = 0; i < 1005; ++i) (void)sup::start_child(dyn, i);
     c.pids = {*top, dyn};
     herd::unlink(*top);
-    c.on_stop = [top = *top] { sup::stop(top); };
+    c.on_stop = [top = *top] { (void)sup::stop(top); };
   });
   client c(n.socket());
   json r = c.ask(req("tree"));
@@ -318,7 +318,7 @@ TEST_CASE("a supervisor busy stopping a child shows in the tree as busy, without
                                                        .shutdown = 2s}});
     c.pids = {*top};
     herd::unlink(*top);
-    c.on_stop = [top = *top] { sup::stop(top); };
+    c.on_stop = [top = *top] { (void)sup::stop(top); };
   });
   client c(n.socket());
   json before = c.ask(req("tree"));

@@ -48,7 +48,7 @@ void call(const config& c) {
   auto t0 = clk::now();
   for (uint64_t i = 0; i < n; ++i) sum += herd::call<request>(s, request{i}).v;
   double ns = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
-  herd::stop_server(s);
+  (void)herd::stop_server(s);
   if (sum != n * (n - 1) / 2) {
     std::fprintf(stderr, "actorbench: call: wrong replies (sum %llu)\n", (unsigned long long)sum);
     std::exit(1);
@@ -97,7 +97,7 @@ void restart(const config& c) {
     us.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
   }
   herd::unlink(*top);
-  sup::stop(*top);
+  (void)sup::stop(*top);
   herd::blocking([] { herd::log_flush(); });
   herd::logger_stats log1 = herd::log_stats();
   herd::blocking([] { herd::set_log_stderr(); });

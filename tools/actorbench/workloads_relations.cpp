@@ -152,7 +152,7 @@ void deferred_calls(const config& c) {
   auto t1 = clk::now();
   for (uint64_t i = 0; i < n; ++i) herd::receive([](done) {});
   double replies_ms = ms_since(t1), wall_ms = ms_since(t0);
-  herd::stop_server(s);
+  (void)herd::stop_server(s);
   std::printf("RESULT impl=herd workload=deferred_calls %s n=%llu replies_ms=%.1f wall_ms=%.1f\n",
               common_keys(c).c_str(), (unsigned long long)n, replies_ms, wall_ms);
 }

@@ -30,10 +30,9 @@
 namespace herd::detail::code {
 namespace {
 
-using modules::load_errc;
-using modules::load_result;
+using modules::errc;
 
-load_result err(load_errc c, std::string msg) { return staging::load_error(c, std::move(msg)); }
+modules::error err(errc c, std::string msg) { return {c, std::move(msg)}; }
 
 // elf_check.cpp reads the descriptor's first fields from the file.
 static_assert(offsetof(module_descriptor, struct_size) == 0 && offsetof(module_descriptor, abi_hash) == 8 &&
@@ -69,19 +68,19 @@ bool already_loaded(const std::string& soname) {
 
 // Every refusal that the file alone can decide, before dlopen runs any code
 // of the module or of its dependencies. "" or why (with `code` set).
-std::string refuse_before_dlopen(const std::string& path, const elf::inspection& ins, load_errc& code) {
+std::string refuse_before_dlopen(const std::string& path, const elf::inspection& ins, errc& code) {
   if (!ins.has_descriptor) {
-    code = load_errc::missing_descriptor;
+    code = errc::missing_descriptor;
     return path + ": no herd_module_descriptor_v1 (not built with HERD_MODULE / herd_add_module)";
   }
   if (ins.descriptor_size < sizeof(module_descriptor) || ins.abi_hash != module_abi_hash) {
-    code = load_errc::abi_mismatch;
+    code = errc::abi_mismatch;
     return abi_mismatch_text(path, ins.abi_text.c_str(), ins.abi_hash);
   }
   for (const std::string& n : ins.needed) {
     const char* san = sanitizer_runtime(n);
     if (*san && !already_loaded(n)) {
-      code = load_errc::abi_mismatch;
+      code = errc::abi_mismatch;
       return path + ": built with " + san + " (it needs " + n +
              "), which this node was not started with: its runtime must be the process's first library, and "
              "dlopen would end the node";
@@ -112,24 +111,24 @@ std::string describe_current_exception() {
 
 std::string module_exception_text() { return describe_current_exception(); }
 
-load_result prepare(const std::string& path, const std::string& dir, uint64_t max_size, module_version*& out) {
+modules::result<modules::loaded> prepare(const std::string& path, const std::string& dir, uint64_t max_size, module_version*& out) {
   staging::candidate c;
-  if (load_result r = staging::read_candidate(path, dir, max_size, c); !r) return r;
+  if (auto r = staging::read_candidate(path, dir, max_size, c); !r) return r.error();
 
   elf::inspection ins = elf::inspect(c.bytes);
   if (!ins.ok)
-    return err(ins.not_elf ? load_errc::not_a_shared_object : load_errc::unloadable, c.path + ": " + ins.why);
-  load_errc refusal = load_errc::ok;
+    return err(ins.not_elf ? errc::not_a_shared_object : errc::unloadable, c.path + ": " + ins.why);
+  errc refusal = errc::abi_mismatch;
   if (std::string why = refuse_before_dlopen(c.path, ins, refusal); !why.empty()) return err(refusal, why);
 
   std::string serr;
   std::string sdir = staging::staging_dir(serr);
-  if (sdir.empty()) return err(load_errc::io_error, serr);
+  if (sdir.empty()) return err(errc::io_error, serr);
   registry& reg = registry::get();
   module_version* v = reg.add_loading(c.path, sdir, c.stem, staging::content_hash(c.bytes));
   if (std::string e = staging::write_staged(sdir, v->staged_path.substr(sdir.size() + 1), c.bytes); !e.empty()) {
     reg.discard(v);
-    return err(load_errc::io_error, "staging " + c.path + ": " + e);
+    return err(errc::io_error, "staging " + c.path + ": " + e);
   }
 
   // RTLD_LOCAL: the module's symbols never satisfy anyone else's. Not
@@ -139,7 +138,7 @@ load_result prepare(const std::string& path, const std::string& dir, uint64_t ma
     const char* e = ::dlerror();
     std::string msg = c.path + ": dlopen: " + (e ? e : "unknown error");
     reg.discard(v);
-    return err(load_errc::dlopen_failed, msg);
+    return err(errc::dlopen_failed, msg);
   }
   auto close_now = [&] {
     ::dlclose(dl);
@@ -148,20 +147,20 @@ load_result prepare(const std::string& path, const std::string& dir, uint64_t ma
   auto* d = static_cast<const module_descriptor*>(::dlsym(dl, "herd_module_descriptor_v1"));
   if (!d) {
     close_now();
-    return err(load_errc::missing_descriptor,
+    return err(errc::missing_descriptor,
                c.path + ": no herd_module_descriptor_v1 (not built with HERD_MODULE / herd_add_module)");
   }
   // Checked in the file already; again here in case relocation changed it.
   if (d->struct_size < sizeof(module_descriptor) || d->abi_hash != module_abi_hash) {
     std::string msg = abi_mismatch_text(c.path, d->abi_text, d->abi_hash);
     close_now();
-    return err(load_errc::abi_mismatch, msg);
+    return err(errc::abi_mismatch, msg);
   }
   module_anchor* a = d->anchor;
   if (!a || a->version.load(std::memory_order_acquire) != nullptr) {
     // dlopen handed back a copy that is already loaded: never share one.
     close_now();
-    return err(load_errc::dlopen_failed, c.path + ": dlopen returned an already loaded copy");
+    return err(errc::dlopen_failed, c.path + ": dlopen returned an already loaded copy");
   }
 
   {
@@ -192,13 +191,37 @@ load_result prepare(const std::string& path, const std::string& dir, uint64_t ma
   if (!failure.empty()) {
     std::string msg = c.path + ": module " + v->name + " " + v->version + ": the factory threw " + failure;
     abandon(v);
-    return err(load_errc::factory_failed, msg);
+    return err(errc::factory_failed, msg);
   }
   out = v;
-  load_result ok;
-  ok.module = v->name;
-  ok.version = v->version;
-  return ok;
+  return modules::loaded{v->name, v->version};
 }
 
 }  // namespace herd::detail::code
+
+namespace herd::modules {
+
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::no_module_dir: return "no_module_dir";
+    case errc::file_missing: return "file_missing";
+    case errc::outside_module_dir: return "outside_module_dir";
+    case errc::unsafe_permissions: return "unsafe_permissions";
+    case errc::io_error: return "io_error";
+    case errc::not_a_shared_object: return "not_a_shared_object";
+    case errc::unloadable: return "unloadable";
+    case errc::dlopen_failed: return "dlopen_failed";
+    case errc::missing_descriptor: return "missing_descriptor";
+    case errc::abi_mismatch: return "abi_mismatch";
+    case errc::factory_failed: return "factory_failed";
+    case errc::old_version_in_use: return "old_version_in_use";
+    case errc::purge_timeout: return "purge_timeout";
+    case errc::no_such_module: return "no_such_module";
+    case errc::too_large: return "too_large";
+  }
+  return "?";
+}
+
+std::string error::message() const { return herd::detail::code_and_detail(to_string(code), detail); }
+
+}  // namespace herd::modules

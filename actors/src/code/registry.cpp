@@ -194,12 +194,7 @@ void abandon(module_version* v) noexcept { module_release(v->anchor); }
 
 namespace {
 
-modules::load_result err(modules::load_errc c, std::string msg) {
-  modules::load_result r;
-  r.code = c;
-  r.message = std::move(msg);
-  return r;
-}
+modules::error err(modules::errc c, std::string msg) { return {c, std::move(msg)}; }
 
 void pause_1ms() {
   if (herd::self().valid()) herd::sleep(std::chrono::milliseconds(1));
@@ -210,14 +205,14 @@ void pause_1ms() {
 // rules. From a process (a purge sleeps in it) or a foreign thread. Takes
 // over the loader's reference on nv: kept if it becomes current, dropped if
 // not.
-modules::load_result commit(module_version* nv, const std::string& name, const modules::load_options& o) {
+modules::result<modules::loaded> commit(module_version* nv, const std::string& name, const modules::load_options& o) {
   registry& r = registry::get();
   bool killed = false;
   for (;;) {
     std::unique_lock<std::mutex> g(r.m);
     auto it = r.table.find(name);
     if (!nv && (it == r.table.end() || !it->second.current))
-      return err(modules::load_errc::no_such_module, "module " + name + " has no current version");
+      return err(modules::errc::no_such_module, "module " + name + " has no current version");
     entry& e = r.table[name];
     if (module_version* old = e.old) {
       std::string what = "module " + name + ": old version " + old->version + " is still in use (" +
@@ -226,12 +221,12 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
       if (o.purge == modules::purge_mode::soft) {
         g.unlock();
         if (nv) abandon(nv);
-        return err(modules::load_errc::old_version_in_use, what + "; load with purge_mode::kill to kill them");
+        return err(modules::errc::old_version_in_use, what + "; load with purge_mode::kill to kill them");
       }
       if (killed) {
         g.unlock();
         if (nv) abandon(nv);
-        return err(modules::load_errc::purge_timeout, what + " " + std::to_string(o.purge_timeout.count()) +
+        return err(modules::errc::purge_timeout, what + " " + std::to_string(o.purge_timeout.count()) +
                                                           " ms after its actors were killed");
       }
       std::vector<pid> victims = old->actors.distinct();
@@ -263,14 +258,8 @@ modules::load_result commit(module_version* nv, const std::string& name, const m
       e.old = prev;
       watchers = prev->watchers.distinct();  // see watch_handler (handlers.cpp)
     }
-    modules::load_result ok;
-    if (nv) {
-      ok.module = nv->name;
-      ok.version = nv->version;
-    } else {
-      ok.module = name;
-      ok.version = prev ? prev->version : "";
-    }
+    modules::loaded ok{name, prev ? prev->version : ""};
+    if (nv) ok = {nv->name, nv->version};
     g.unlock();
     // sys:change_code for idle owners: a hibernated one wakes, upgrades and
     // sleeps again, instead of keeping prev loaded until its next message.
@@ -309,7 +298,7 @@ std::string module_dir() {
   return r.module_dir;
 }
 
-load_result load(const std::string& path, const load_options& o) {
+result<loaded> load(const std::string& path, const load_options& o) {
   // Released if this process is killed while it waits for the blocking pool.
   struct pending {
     detail::module_version* v = nullptr;
@@ -318,13 +307,13 @@ load_result load(const std::string& path, const load_options& o) {
     }
   } p;
   std::string dir = module_dir();
-  load_result r = herd::blocking([&] { return detail::code::prepare(path, dir, o.max_file_size, p.v); });
+  result<loaded> r = herd::blocking([&] { return detail::code::prepare(path, dir, o.max_file_size, p.v); });
   if (!r) return r;
   detail::module_version* v = std::exchange(p.v, nullptr);
   return detail::code::commit(v, v->name, o);
 }
 
-load_result unload(const std::string& name, const load_options& o) { return detail::code::commit(nullptr, name, o); }
+result<loaded> unload(const std::string& name, const load_options& o) { return detail::code::commit(nullptr, name, o); }
 
 std::vector<version_info> list() {
   registry& r = registry::get();

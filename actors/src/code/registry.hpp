@@ -61,8 +61,8 @@ class registry {
 // stage, dlopen, check the descriptor and ABI, probe the factory. On success
 // `out` is a version in state `loading` holding one reference (the loader's,
 // which becomes the registry's "current" reference at commit).
-modules::load_result prepare(const std::string& path, const std::string& dir, uint64_t max_size,
-                             module_version*& out);
+modules::result<modules::loaded> prepare(const std::string& path, const std::string& dir, uint64_t max_size,
+                                         module_version*& out);
 
 // Inside a catch block: the current exception as "type: what", copied (so
 // nothing of it points into module code once the block ends). loader.cpp.

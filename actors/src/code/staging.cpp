@@ -21,8 +21,7 @@
 namespace herd::detail::staging {
 namespace {
 
-using modules::load_errc;
-using modules::load_result;
+using modules::errc;
 
 
 std::string real_path(const std::string& p, int& err) {
@@ -50,12 +49,7 @@ std::string g_dir;  // under g_dir_m
 
 }  // namespace
 
-load_result load_error(load_errc c, std::string msg) {
-  load_result r;
-  r.code = c;
-  r.message = std::move(msg);
-  return r;
-}
+modules::error load_error(errc c, std::string msg) { return {c, std::move(msg)}; }
 
 namespace {
 
@@ -91,41 +85,41 @@ struct fd_closer {
 
 }  // namespace
 
-load_result read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
-                           candidate& out) {
+modules::result<> read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
+                                 candidate& out) {
   if (module_dir.empty())
-    return load_error(load_errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
+    return load_error(errc::no_module_dir, "no module directory: call herd::modules::set_module_dir first");
   int err = 0;
   std::string dir = real_path(module_dir, err);
-  if (dir.empty()) return load_error(load_errc::io_error, "module directory " + module_dir + ": " + std::strerror(err));
+  if (dir.empty()) return load_error(errc::io_error, "module directory " + module_dir + ": " + std::strerror(err));
   struct stat dst;
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
-    return load_error(load_errc::io_error, "module directory " + dir + " is not a directory");
+    return load_error(errc::io_error, "module directory " + dir + " is not a directory");
   if (std::string why = unsafe_because(dst); !why.empty())
-    return load_error(load_errc::unsafe_permissions, "module directory " + dir + " is " + why);
+    return load_error(errc::unsafe_permissions, "module directory " + dir + " is " + why);
 
   // A relative path is relative to the module directory, never to the
   // working directory (which a daemon does not choose).
   std::string given = !path.empty() && path[0] == '/' ? path : dir + "/" + path;
   std::string file = real_path(given, err);
   if (file.empty()) {
-    if (err == ENOENT) return load_error(load_errc::file_missing, given + ": no such file");
-    return load_error(load_errc::io_error, given + ": " + std::strerror(err));
+    if (err == ENOENT) return load_error(errc::file_missing, given + ": no such file");
+    return load_error(errc::io_error, given + ": " + std::strerror(err));
   }
   auto slash = file.rfind('/');
   if (file.substr(0, slash) != dir)
-    return load_error(load_errc::outside_module_dir, file + " is not in the module directory " + dir);
+    return load_error(errc::outside_module_dir, file + " is not in the module directory " + dir);
 
   // Type and size from the name, before opening: opening a FIFO for reading
   // waits for a writer for ever, and a huge file must not be read at all.
   struct stat lst;
   if (::lstat(file.c_str(), &lst) != 0) {
     int e = errno;
-    return load_error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
+    return load_error(e == ENOENT ? errc::file_missing : errc::io_error, file + ": " + std::strerror(e));
   }
-  if (!S_ISREG(lst.st_mode)) return load_error(load_errc::io_error, file + " is " + kind_of(lst.st_mode) + ", not a regular file");
+  if (!S_ISREG(lst.st_mode)) return load_error(errc::io_error, file + " is " + kind_of(lst.st_mode) + ", not a regular file");
   auto too_large = [&](off_t size) {
-    return load_error(load_errc::too_large, file + " is " + std::to_string(size) + " bytes, more than the " +
+    return load_error(errc::too_large, file + " is " + std::to_string(size) + " bytes, more than the " +
                                                 std::to_string(max_size) +
                                                 " a module may have (load_options::max_file_size)");
   };
@@ -136,14 +130,14 @@ load_result read_candidate(const std::string& path, const std::string& module_di
   fd_closer fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
   if (fd.fd < 0) {
     int e = errno;
-    return load_error(e == ENOENT ? load_errc::file_missing : load_errc::io_error, file + ": " + std::strerror(e));
+    return load_error(e == ENOENT ? errc::file_missing : errc::io_error, file + ": " + std::strerror(e));
   }
   struct stat fst;
-  if (::fstat(fd.fd, &fst) != 0) return load_error(load_errc::io_error, file + ": fstat: " + std::strerror(errno));
-  if (!S_ISREG(fst.st_mode)) return load_error(load_errc::io_error, file + " is " + kind_of(fst.st_mode) + ", not a regular file");
+  if (::fstat(fd.fd, &fst) != 0) return load_error(errc::io_error, file + ": fstat: " + std::strerror(errno));
+  if (!S_ISREG(fst.st_mode)) return load_error(errc::io_error, file + " is " + kind_of(fst.st_mode) + ", not a regular file");
   if (fst.st_dev != lst.st_dev || fst.st_ino != lst.st_ino)
-    return load_error(load_errc::io_error, file + " was replaced while being opened; try again");
-  if (std::string why = unsafe_because(fst); !why.empty()) return load_error(load_errc::unsafe_permissions, file + " is " + why);
+    return load_error(errc::io_error, file + " was replaced while being opened; try again");
+  if (std::string why = unsafe_because(fst); !why.empty()) return load_error(errc::unsafe_permissions, file + " is " + why);
   if (static_cast<uint64_t>(fst.st_size) > max_size) return too_large(fst.st_size);
 
   // The ELF header first: a file that is not a shared object for this
@@ -151,12 +145,12 @@ load_result read_candidate(const std::string& path, const std::string& module_di
   const std::size_t size = static_cast<std::size_t>(fst.st_size);
   std::string bytes(std::min<std::size_t>(size, elf::header_size), '\0');
   if (std::string e = read_exactly(fd.fd, bytes.data(), bytes.size()); !e.empty())
-    return load_error(load_errc::io_error, file + ": " + e);
+    return load_error(errc::io_error, file + ": " + e);
   if (elf::inspection h = elf::check_header(bytes); !h.ok)
-    return load_error(load_errc::not_a_shared_object, file + ": " + h.why);
+    return load_error(errc::not_a_shared_object, file + ": " + h.why);
   bytes.resize(size);
   if (std::string e = read_exactly(fd.fd, bytes.data() + elf::header_size, size - elf::header_size); !e.empty())
-    return load_error(load_errc::io_error, file + ": " + e);
+    return load_error(errc::io_error, file + ": " + e);
 
   out.path = file;
   std::string base = file.substr(slash + 1);

@@ -34,12 +34,12 @@ struct candidate {
 
 // Blocking (file I/O): from the blocking pool. On failure returns the error
 // (code and message) and leaves `out` unspecified.
-// A failed load_result saying why.
-modules::load_result load_error(modules::load_errc c, std::string msg);
+// A refused load saying why.
+modules::error load_error(modules::errc c, std::string msg);
 
 // `path`: absolute, or relative to the module directory.
-modules::load_result read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
-                                    candidate& out);
+modules::result<> read_candidate(const std::string& path, const std::string& module_dir, uint64_t max_size,
+                                 candidate& out);
 
 // 16 hex digits of a 64-bit FNV-1a over the bytes. Names copies; not a
 // security measure (the directory checks are).

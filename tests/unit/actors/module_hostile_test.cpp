@@ -18,7 +18,7 @@
 #include <future>
 #include <string>
 
-using herd::modules::load_errc;
+using herd::modules::errc;
 using module_fixture::greeter;
 using module_fixture::info;
 using module_fixture::sandbox;
@@ -84,9 +84,9 @@ TEST_CASE("loading refuses a FIFO in the module directory at once instead of wai
     FAIL("load of a FIFO waited for a writer");
   }
   auto r = pending.get();
-  INFO(r.message);
-  CHECK(r.code == load_errc::io_error);
-  CHECK(r.message.find("is a FIFO, not a regular file") != std::string::npos);
+  INFO(module_fixture::why(r));
+  CHECK(r.code() == errc::io_error);
+  CHECK(r.error().message().find("is a FIFO, not a regular file") != std::string::npos);
   CHECK(info("greeter", "1").state == "current");
 }
 
@@ -98,28 +98,28 @@ TEST_CASE("a huge sparse file is refused by its size before it is read, and a bi
   sandbox s;
   REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
   const std::string elf_head = elf_header_of(std::string(HERD_TEST_MODULES_DIR) + "/greeter_v1.so");
-  modules::load_result huge, huger, junk;
+  modules::result<modules::loaded> huge = errc::no_such_module, huger = huge, junk = huge;  // until loaded
   long grown = peak_growth_mib([&] {
     huge = modules::load(sparse_file(s.dir() + "/huge.so", elf_head, off_t(1) << 30));
     huger = modules::load(sparse_file(s.dir() + "/huger.so", elf_head, off_t(64) << 30));
   });
-  INFO(huge.message);
-  INFO(huger.message);
-  CHECK(huge.code == load_errc::too_large);
-  CHECK(huge.message.find("1073741824 bytes, more than the 268435456 a module may have") != std::string::npos);
-  CHECK(huger.code == load_errc::too_large);
+  INFO(module_fixture::why(huge));
+  INFO(module_fixture::why(huger));
+  CHECK(huge.code() == errc::too_large);
+  CHECK(huge.error().message().find("1073741824 bytes, more than the 268435456 a module may have") != std::string::npos);
+  CHECK(huger.code() == errc::too_large);
   CHECK(grown < 64);
   // Under the cap but not ELF: refused from its first 64 bytes.
   grown = peak_growth_mib([&] { junk = modules::load(sparse_file(s.dir() + "/junk.so", "junk", off_t(200) << 20)); });
-  INFO(junk.message);
-  CHECK(junk.code == load_errc::not_a_shared_object);
-  CHECK(junk.message.find("not an ELF file") != std::string::npos);
+  INFO(module_fixture::why(junk));
+  CHECK(junk.code() == errc::not_a_shared_object);
+  CHECK(junk.error().message().find("not an ELF file") != std::string::npos);
   CHECK(grown < 64);
   // The cap is the caller's: a real module over it is refused too.
   modules::load_options tight;
   tight.max_file_size = 4096;
   auto r = modules::load(s.deploy("greeter_v2", "greeter2.so"), tight);
-  CHECK(r.code == load_errc::too_large);
+  CHECK(r.code() == errc::too_large);
   CHECK(info("greeter", "1").state == "current");
 }
 
@@ -130,25 +130,25 @@ TEST_CASE("a relative load path is resolved against the module directory, and mu
   sandbox s;
   s.deploy("greeter_v1", "greeter.so");
   auto r = modules::load("./greeter.so");
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   REQUIRE(r);
   CHECK(info("greeter", "1").path == s.dir() + "/greeter.so");
   REQUIRE(::mkdir((s.dir() + "/sub").c_str(), 0755) == 0);
   sandbox::copy_file(std::string(HERD_TEST_MODULES_DIR) + "/greeter_v2.so", s.dir() + "/sub/greeter.so", 0644);
   auto sub = modules::load("sub/greeter.so");
-  INFO(sub.message);
-  CHECK(sub.code == load_errc::outside_module_dir);
+  INFO(module_fixture::why(sub));
+  CHECK(sub.code() == errc::outside_module_dir);
   sandbox other;
   other.deploy("greeter_v2", "greeter.so");
   herd::modules::set_module_dir(s.dir());
   std::string escape = "../" + other.dir().substr(other.dir().rfind('/') + 1) + "/greeter.so";
   auto up = modules::load(escape);
-  INFO(up.message);
-  CHECK(up.code == load_errc::outside_module_dir);
+  INFO(module_fixture::why(up));
+  CHECK(up.code() == errc::outside_module_dir);
   CHECK(info("greeter", "1").state == "current");
   // A path that names a file of the module directory through a subdirectory is fine.
   auto again = modules::load("sub/../greeter.so");
-  INFO(again.message);
+  INFO(module_fixture::why(again));
   CHECK(again);
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("a relative module directory is made absolute when it is set", "[modul
   REQUIRE(::chdir(was) == 0);
   CHECK(modules::module_dir() == s.dir());
   auto r = modules::load("greeter.so");
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   CHECK(r);
 }
 
@@ -194,11 +194,11 @@ TEST_CASE("a module refused for its ABI is refused before dlopen - its static co
   constructor_marker marker(s);
   REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
   auto r = modules::load(s.deploy("bad_abi", "bad_abi.so"));
-  INFO(r.message);
-  CHECK(r.code == load_errc::abi_mismatch);
+  INFO(module_fixture::why(r));
+  CHECK(r.code() == errc::abi_mismatch);
   // The text comes from the file (found through the descriptor's relocation).
-  CHECK(r.message.find("module built with \"herd ") != std::string::npos);
-  CHECK(r.message.find("(hash 4660)") != std::string::npos);  // HERD_MODULE_ABI_OVERRIDE=0x1234
+  CHECK(r.error().message().find("module built with \"herd ") != std::string::npos);
+  CHECK(r.error().message().find("(hash 4660)") != std::string::npos);  // HERD_MODULE_ABI_OVERRIDE=0x1234
   CHECK_FALSE(marker.ran());
   CHECK_FALSE(module_fixture::mapped(s.dir() + "/bad_abi"));
   CHECK(info("greeter", "1").state == "current");
@@ -212,16 +212,16 @@ TEST_CASE("a module linked with a sanitizer runtime the node was not started wit
   constructor_marker marker(s);
   REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
   auto r = modules::load(s.deploy("asan_linked", "asan_linked.so"));
-  INFO(r.message);
+  INFO(module_fixture::why(r));
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // An ASan node has the runtime first: such a module loads. (The TSan build
   // links the fixture without ASan, which g++ cannot combine with TSan.)
   CHECK(r);
   CHECK(marker.ran());
 #else
-  CHECK(r.code == load_errc::abi_mismatch);
-  CHECK(r.message.find("built with AddressSanitizer (it needs libasan.so") != std::string::npos);
-  CHECK(r.message.find("this node was not started with") != std::string::npos);
+  CHECK(r.code() == errc::abi_mismatch);
+  CHECK(r.error().message().find("built with AddressSanitizer (it needs libasan.so") != std::string::npos);
+  CHECK(r.error().message().find("this node was not started with") != std::string::npos);
   CHECK_FALSE(marker.ran());
   CHECK(info("greeter", "1").state == "current");
 #endif

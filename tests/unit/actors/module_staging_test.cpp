@@ -140,7 +140,7 @@ TEST_CASE("staging directories left by dead nodes are removed - not live nodes',
 TEST_CASE("child: load a module in a fresh process", "[.][staging_child]") {
   module_fixture::sandbox s;
   auto r = herd::modules::load(s.deploy("greeter_v1", "greeter.so"));
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   REQUIRE(r);
 }
 

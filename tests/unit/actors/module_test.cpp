@@ -11,9 +11,10 @@
 
 #include <sys/stat.h>
 
+#include <stdexcept>
 #include <string>
 
-using herd::modules::load_errc;
+using herd::modules::errc;
 using module_fixture::greeter;
 using module_fixture::info;
 using module_fixture::mapped;
@@ -26,13 +27,15 @@ namespace {
 // Loads `file`, expects refusal with `code` and a message containing `why`,
 // and checks that v1 (loaded first) is still current and working, and that
 // nothing of the refused file stays loaded.
-void expect_refused(sandbox& s, const std::string& file, load_errc code, const std::string& why) {
+void expect_refused(sandbox& s, const std::string& file, errc code, const std::string& why) {
   REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
   auto r = modules::load(file);
-  INFO(r.message);
-  CHECK(r.code == code);
+  INFO(module_fixture::why(r));
+  CHECK(r.code() == code);
   CHECK_FALSE(static_cast<bool>(r));
-  CHECK(r.message.find(why) != std::string::npos);
+  CHECK(r.error().message().find(why) != std::string::npos);
+  CHECK(r.error().message().rfind(std::string(modules::to_string(code)) + ": ", 0) == 0);  // the code first
+  CHECK_THROWS_AS(r.value(), std::logic_error);  // a refusal is a value; reading it as a success is a bug
   CHECK(info("greeter", "1").state == "current");
   auto h = modules::create<greeter>("greeter");
   CHECK(h->greet("joe") == "v1 hello joe #1");
@@ -45,10 +48,10 @@ void expect_refused(sandbox& s, const std::string& file, load_errc code, const s
 TEST_CASE("a loaded module makes handlers of its current version and counts one reference per handler", "[modules]") {
   sandbox s;
   auto r = modules::load(s.deploy("greeter_v1", "greeter.so"));
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   REQUIRE(r);
-  CHECK(r.module == "greeter");
-  CHECK(r.version == "1");
+  CHECK(r->module == "greeter");
+  CHECK(r->version == "1");
   auto a = modules::create<greeter>("greeter");
   auto b = modules::create<greeter>("greeter");
   CHECK(a->greet("joe") == "v1 hello joe #1");
@@ -78,9 +81,9 @@ TEST_CASE("loading v2 makes v1 old and v1 is unmapped when its last handler goes
   auto h1 = modules::create<greeter>("greeter");
   std::string v1_path = info("greeter", "1").staged_path;
   auto r = modules::load(s.deploy("greeter_v2", "greeter_v2.so"));
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   REQUIRE(r);
-  CHECK(r.version == "2");
+  CHECK(r->version == "2");
   CHECK(h1.outdated());
   CHECK(info("greeter", "1").state == "old");
   CHECK(info("greeter", "2").state == "current");
@@ -162,22 +165,22 @@ TEST_CASE("a third load while the old version is referenced is refused by defaul
   auto h1 = modules::create<greeter>("greeter");
   REQUIRE(modules::load(s.deploy("greeter_v2", "greeter.so")));
   auto r = modules::load(s.deploy("greeter_v3", "greeter.so"));
-  INFO(r.message);
-  CHECK(r.code == load_errc::old_version_in_use);
-  CHECK(r.message.find("old version 1 is still in use") != std::string::npos);
+  INFO(module_fixture::why(r));
+  CHECK(r.code() == errc::old_version_in_use);
+  CHECK(r.error().message().find("old version 1 is still in use") != std::string::npos);
   CHECK(info("greeter", "2").state == "current");
   CHECK(modules::create<greeter>("greeter")->greet("x") == "v2 hello x #1");
   CHECK(wait_for([] { return info("greeter", "3").state.empty(); }));  // the refused copy is unloaded
   h1.reset();
   auto r2 = modules::load(s.deploy("greeter_v3", "greeter.so"));
-  INFO(r2.message);
+  INFO(module_fixture::why(r2));
   CHECK(r2);
   CHECK(info("greeter", "3").state == "current");
 }
 
 TEST_CASE("loading fails with a clear error for a missing file", "[modules]") {
   sandbox s;
-  expect_refused(s, "nothing_here.so", load_errc::file_missing, "no such file");
+  expect_refused(s, "nothing_here.so", errc::file_missing, "no such file");
 }
 
 TEST_CASE("loading refuses a file outside the module directory", "[modules]") {
@@ -185,24 +188,24 @@ TEST_CASE("loading refuses a file outside the module directory", "[modules]") {
   sandbox other;  // another directory; the module directory is reset below
   std::string outside = other.deploy("greeter_v2", "greeter.so");
   herd::modules::set_module_dir(s.dir());
-  expect_refused(s, outside, load_errc::outside_module_dir, "is not in the module directory");
+  expect_refused(s, outside, errc::outside_module_dir, "is not in the module directory");
   // A symlink in the module directory that points outside is refused too.
   REQUIRE(::symlink(outside.c_str(), (s.dir() + "/link.so").c_str()) == 0);
   auto r = modules::load("link.so");
-  CHECK(r.code == load_errc::outside_module_dir);
+  CHECK(r.code() == errc::outside_module_dir);
 }
 
 TEST_CASE("loading refuses a group- or world-writable file or directory", "[modules]") {
   sandbox s;
   std::string f = s.deploy("greeter_v2", "writable.so", 0664);
-  expect_refused(s, f, load_errc::unsafe_permissions, "writable by its group");
+  expect_refused(s, f, errc::unsafe_permissions, "writable by its group");
   ::chmod(f.c_str(), 0644);
   ::chmod(s.dir().c_str(), 0777);
   auto r = modules::load(f);
-  INFO(r.message);
-  CHECK(r.code == load_errc::unsafe_permissions);
-  CHECK(r.message.find("module directory") != std::string::npos);
-  CHECK(r.message.find("writable by others") != std::string::npos);
+  INFO(module_fixture::why(r));
+  CHECK(r.code() == errc::unsafe_permissions);
+  CHECK(r.error().message().find("module directory") != std::string::npos);
+  CHECK(r.error().message().find("writable by others") != std::string::npos);
   ::chmod(s.dir().c_str(), 0700);
   CHECK(modules::load(f));
 }
@@ -210,32 +213,32 @@ TEST_CASE("loading refuses a group- or world-writable file or directory", "[modu
 TEST_CASE("loading refuses a file that is not a shared object", "[modules]") {
   sandbox s;
   std::string f = sandbox::copy_file(std::string(HERD_TEST_MODULES_DIR) + "/not_elf.so", s.dir() + "/junk.so", 0644);
-  expect_refused(s, f, load_errc::not_a_shared_object, "not an ELF file");
+  expect_refused(s, f, errc::not_a_shared_object, "not an ELF file");
 }
 
 TEST_CASE("loading refuses a shared object without a herd descriptor", "[modules]") {
   sandbox s;
-  expect_refused(s, s.deploy("no_descriptor", "plain.so"), load_errc::missing_descriptor, "herd_module_descriptor_v1");
+  expect_refused(s, s.deploy("no_descriptor", "plain.so"), errc::missing_descriptor, "herd_module_descriptor_v1");
 }
 
 TEST_CASE("loading refuses a module built against another herd ABI and says what it was built with", "[modules]") {
   sandbox s;
-  expect_refused(s, s.deploy("bad_abi", "bad_abi.so"), load_errc::abi_mismatch, "herd ABI mismatch: module built with \"herd ");
+  expect_refused(s, s.deploy("bad_abi", "bad_abi.so"), errc::abi_mismatch, "herd ABI mismatch: module built with \"herd ");
 }
 
 TEST_CASE("loading refuses a module with a thread_local destructor since it could never be unloaded", "[modules]") {
   sandbox s;
-  expect_refused(s, s.deploy("bad_thread_local", "tls.so"), load_errc::unloadable, "__cxa_thread_atexit");
+  expect_refused(s, s.deploy("bad_thread_local", "tls.so"), errc::unloadable, "__cxa_thread_atexit");
 }
 
 TEST_CASE("loading refuses a module with a GNU unique symbol since it could never be unloaded", "[modules]") {
   sandbox s;
-  expect_refused(s, s.deploy("bad_unique", "unique.so"), load_errc::unloadable, "GNU unique symbol");
+  expect_refused(s, s.deploy("bad_unique", "unique.so"), errc::unloadable, "GNU unique symbol");
 }
 
 TEST_CASE("loading refuses a module whose factory throws and reports the exception", "[modules]") {
   sandbox s;
-  expect_refused(s, s.deploy("bad_factory", "factory.so"), load_errc::factory_failed,
+  expect_refused(s, s.deploy("bad_factory", "factory.so"), errc::factory_failed,
                  "std::runtime_error: no configuration for bad_factory");
 }
 
@@ -274,9 +277,9 @@ TEST_CASE("a new file renamed over the loaded path is loaded as the next version
   auto h1 = modules::create<greeter>("greeter");
   s.deploy("greeter_v2", "greeter.so");  // rename over the file v1 came from
   auto r = modules::load("greeter.so");
-  INFO(r.message);
+  INFO(module_fixture::why(r));
   REQUIRE(r);
-  CHECK(r.version == "2");
+  CHECK(r->version == "2");
   CHECK(h1->greet("a") == "v1 hello a #1");  // v1 runs from its staged copy
   CHECK(modules::create<greeter>("greeter")->greet("b") == "v2 hello b #1");
 }
@@ -284,5 +287,5 @@ TEST_CASE("a new file renamed over the loaded path is loaded as the next version
 TEST_CASE("create refuses an unknown module with module_error", "[modules]") {
   sandbox s;
   CHECK_THROWS_AS(modules::create<greeter>("no_such_module"), herd::module_error);
-  CHECK(modules::unload("no_such_module").code == load_errc::no_such_module);
+  CHECK(modules::unload("no_such_module").code() == errc::no_such_module);
 }

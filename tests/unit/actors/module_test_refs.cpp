@@ -47,8 +47,8 @@ namespace {
 
 // Inside a node body (not the test thread): a failed step ends the root
 // process with an error reason that the test then shows.
-void must(const modules::load_result& r) {
-  if (!r) throw std::runtime_error("load/unload failed: " + r.message);
+void must(const modules::result<modules::loaded>& r) {
+  if (!r) throw std::runtime_error("load/unload failed: " + r.error().message());
 }
 void must(bool ok) {
   if (!ok) throw std::runtime_error("a step inside the node failed");
@@ -83,7 +83,7 @@ TEST_CASE("a message made by v1 keeps v1 loaded while it waits in a host process
     herd::send(c, go{});
     herd::receive([&](got_note g) { got = g; });
     unmapped_after = wait_for([&] { return !mapped(v1); });
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -129,7 +129,7 @@ TEST_CASE("a send_after timer set by v1 keeps v1 loaded until its message is con
     mapped_while_armed2 = mapped(v1b);
     cancelled = herd::cancel_timer(t);
     unmapped_after_cancel = wait_for([&] { return !mapped(v1b); });
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -162,7 +162,7 @@ TEST_CASE("a hibernate continuation made by v1 keeps v1 loaded until it has run"
     mapped_while_hibernated = mapped(v1);
     herd::send(p, module_fixture::msgs::note{"wake", "host"});  // a host-made message
     unmapped_after = wait_for([&] { return !mapped(v1); });
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -191,7 +191,7 @@ TEST_CASE("a process spawned by v1's code keeps v1 loaded until it ends", "[modu
     herd::send(worker, module_fixture::msgs::note{"stop", "host"});
     herd::receive([](const herd::down&) {});
     unmapped_after = wait_for([&] { return !mapped(v1); });
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -222,16 +222,16 @@ TEST_CASE("purge kills the processes still running the old version and then load
     }
     for (int i = 0; i < 3; ++i) herd::receive([](ready) {});
     must(modules::load(s.deploy("greeter_v2", "greeter.so")));
-    refused_soft = modules::load(s.deploy("greeter_v3", "greeter.so")).code == modules::load_errc::old_version_in_use;
+    refused_soft = modules::load(s.deploy("greeter_v3", "greeter.so")).code() == modules::errc::old_version_in_use;
     modules::load_options o;
     o.purge = modules::purge_mode::kill;
     auto lr = modules::load(s.deploy("greeter_v3", "greeter.so"), o);
     loaded_with_purge = static_cast<bool>(lr);
-    purge_error = lr.message;
+    purge_error = module_fixture::why(lr);
     for (int i = 0; i < 3; ++i) herd::receive([&](const herd::down& d) { downs.push_back(d.reason.kind()); });
     unmapped_after = wait_for([&] { return !mapped(v1); });
     v3_current = info("greeter", "3").state == "current";
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -262,7 +262,7 @@ TEST_CASE("introspection lists each version with its state, references and the p
     v2 = info("greeter", "2");
     herd::send(runner, go{});
     wait_for([] { return info("greeter", "1").state.empty(); });
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -325,7 +325,7 @@ TEST_CASE("a watched handler's owner gets code_changed when its version stops be
     unwatched_notified = herd::receive([](had_notice n) { return n.got; });
     herd::send(watcher, go{});
     must(herd::test::wait_live(1));
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -401,7 +401,7 @@ TEST_CASE("handlers made and dropped in mixed order leave exact counts, and each
     must(herd::test::wait_live(1));
     must(wait_for([] { return info("greeter", "1").state.empty(); }));
     listed_after_release = info("greeter", "2").actors.size();
-    modules::unload("greeter");
+    (void)modules::unload("greeter");
   });
   INFO(r.to_string());
   CHECK(r.is_normal());

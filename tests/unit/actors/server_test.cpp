@@ -15,6 +15,7 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -170,7 +171,7 @@ TEST_CASE("a server dispatches calls, casts and infos by type - other messages a
     herd::send(s, 3.5);
     s.send(note{"world"});
     typed = s.call(get{});
-    stopped = herd::stop_server(s);
+    stopped = *herd::stop_server(s);
   });
   CHECK(r.is_normal());
   CHECK(first == 10);
@@ -194,7 +195,7 @@ TEST_CASE("by default an unexpected message is dropped with a report through the
     auto s = herd::start_server<echo>(herd::spawn_options{.name = "echo_srv"});
     herd::send(s, stranger{});
     (void)s.call(1);
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
   });
   herd::log_flush();
   herd::set_log_stderr();
@@ -214,7 +215,7 @@ TEST_CASE("a server without casts or infos declared works with its calls alone",
   auto r = run_node(herd::test::opts(1), [&] {
     auto s = herd::start_server<echo>();
     for (int i = 1; i <= 100; ++i) got += s.call(i);
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
   });
   CHECK(r.is_normal());
   CHECK(got == 5050);
@@ -253,7 +254,7 @@ TEST_CASE("a deferred reply: handle_call returns noreply and the server answers 
     }
     s.cast(inc{1});
     odd_peek = herd::call<int>(s, peek{});
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
   });
   CHECK(r.is_normal());
   CHECK(early == 0);
@@ -272,7 +273,7 @@ TEST_CASE("terminate runs on stop_server and on stop() from a handler, with the 
   auto r = run_node(herd::test::opts(workers), [&] {
     auto s1 = herd::start_server<counter>(&rec1, 0);
     s1.cast(inc{1});  // queued before the stop: handled first
-    stopped1 = herd::stop_server(s1, herd::exit_reason::shutdown("maintenance"), 5s);
+    stopped1 = herd::stop_server(s1, herd::exit_reason::shutdown("maintenance"), 5s).value();
 
     auto s2 = herd::start_server<counter>(&rec2, 0);
     herd::monitor_ref m = herd::monitor(s2);
@@ -289,29 +290,33 @@ TEST_CASE("terminate runs on stop_server and on stop() from a handler, with the 
   CHECK(down2 == herd::exit_reason::shutdown("asked"));
 }
 
-TEST_CASE("stop_server: noproc for a dead pid, timeout (nothing killed) for a process that never takes the request",
+TEST_CASE("stop_server returns noproc as the reason for a dead pid, and errc timeout as a value (nothing killed) for a "
+          "process that never takes the request",
           "[server][terminate]") {
-  bool noproc = false, timeout = false, still_alive = false;
+  std::optional<herd::exit_reason> gone_reason;
+  std::optional<herd::errc> code;
+  std::string message;
+  bool still_alive = false;
   auto r = run_node(herd::test::opts(2), [&] {
     herd::pid gone = herd::spawn([] {});
     herd::test::wait_live(1);
-    try {
-      herd::stop_server(gone);
-    } catch (const herd::call_error& e) {
-      noproc = e.kind() == herd::call_error::noproc;
-    }
+    if (auto why = herd::stop_server(gone)) gone_reason = *why;
     herd::pid busy = herd::spawn([] { herd::receive([](stranger) {}); });
-    try {
-      herd::stop_server(busy, herd::exit_reason::normal(), 30ms);
-    } catch (const herd::call_error& e) {
-      timeout = e.kind() == herd::call_error::timeout;
+    auto late = herd::stop_server(busy, herd::exit_reason::normal(), 30ms);
+    if (!late) {
+      code = late.code();
+      message = late.error().message();
     }
     still_alive = herd::current_node_stats().live_processes == 2;
     herd::send(busy, stranger{});
   });
   CHECK(r.is_normal());
-  CHECK(noproc);
-  CHECK(timeout);
+  REQUIRE(gone_reason);
+  CHECK(gone_reason->kind() == herd::exit_kind::noproc);
+  REQUIRE(code);
+  CHECK(*code == herd::errc::timeout);
+  CHECK(message.rfind("timeout: stop_server <", 0) == 0);
+  CHECK(message.find("30 ms") != std::string::npos);
   CHECK(still_alive);
 }
 
@@ -445,7 +450,7 @@ TEST_CASE("start_server with a name registers the server before start_server ret
     } catch (const herd::spawn_error&) {
       taken_throws = true;
     }
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
     registered = registered && !herd::whereis("counter");
   });
   CHECK(r.is_normal());
@@ -503,8 +508,8 @@ TEST_CASE("a hibernating server answers calls and keeps its state - its stack go
     plain.cast(inc{5});
     (void)plain.call(sleep_now{});
     asked = plain.call(get{});
-    for (auto& s : ss) herd::stop_server(s);
-    herd::stop_server(plain);
+    for (auto& s : ss) (void)herd::stop_server(s);
+    (void)herd::stop_server(plain);
   });
   CHECK(r.is_normal());
   CHECK(sum == long(n_servers) * (1 + 3 + 6));
@@ -522,7 +527,7 @@ TEST_CASE("a server that hibernates after a while idle answers calls before and 
     herd::sleep(20ms);
     s.cast(inc{1});
     b = s.call(get{});
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
   });
   CHECK(r.is_normal());
   CHECK(a == 1);
@@ -543,7 +548,7 @@ TEST_CASE("start_server from a thread outside any process returns at once - the 
       herd::pid s = herd::receive([](herd::pid p) { return p; });
       t.join();
       got = herd::call<int>(s, 42);
-      herd::stop_server(s);
+      (void)herd::stop_server(s);
     });
     CHECK(r.is_normal());
   }
@@ -572,7 +577,7 @@ TEST_CASE("a handle_call that returns void replies herd::ok when it returns - ty
     after_typed = s.call(get{});
     (void)herd::call<herd::ok>(s, put{9});
     after_plain = s.call(get{});
-    herd::stop_server(s);
+    (void)herd::stop_server(s);
   });
   CHECK(r.is_normal());
   CHECK(typed_is_ok);

@@ -130,7 +130,7 @@ TEST_CASE("hibernated connections switch at a load: the old version unloads and 
   constexpr int n = 200;
   int answered_v1 = 0, asleep = 0, answered_v3 = 0;
   bool v1_unloaded = false;
-  herd::modules::load_result third;
+  herd::modules::result<herd::modules::loaded> third = herd::modules::errc::no_such_module;  // until loaded
   herd::test::run_node(node_opts(2), [&] {
     REQUIRE(herd::register_name(m::test_name, herd::self()));
     REQUIRE(herd::modules::load(v1));
@@ -160,7 +160,7 @@ TEST_CASE("hibernated connections switch at a load: the old version unloads and 
   CHECK(answered_v1 == n);
   CHECK(asleep == n);
   CHECK(v1_unloaded);
-  INFO(third.message);
+  INFO(module_fixture::why(third));
   CHECK(third);
   CHECK(answered_v3 == n);
 }

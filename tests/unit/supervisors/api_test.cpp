@@ -3,6 +3,8 @@
 // OTP-style results.
 #include "sup_fixtures.hpp"
 
+#include <herd/supervisors/introspect.hpp>
+
 #include <catch2/catch.hpp>
 
 using namespace sup_test;
@@ -24,7 +26,7 @@ TEST_CASE("which_children lists id, pid and type in start order, and count_child
     kids = sup::which_children(*s);
     n = sup::count_children(*s);
     nested = sup::which_children(kids[1].pid);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   REQUIRE(kids.size() == 3);
@@ -55,7 +57,7 @@ TEST_CASE("start_child adds a child at the end, and a duplicate id is refused as
     (void)sup::terminate_child(*s, "b");
     dup_stopped = sup::start_child(*s, {.id = "b", .start = worker});
     for (auto& c : sup::which_children(*s)) ids.push_back(c.id);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(added.valid());
@@ -88,7 +90,7 @@ TEST_CASE("terminate_child keeps the spec, restart_child starts it again, delete
     errs.push_back(sup::delete_child(*s, "b").code());     // gone
     errs.push_back(sup::restart_child(*s, "b").code());
     errs.push_back(sup::terminate_child(*s, "nope").code());
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(terminated);
@@ -106,7 +108,7 @@ TEST_CASE("terminate_child of a temporary child removes its spec", "[supervisor]
     auto s = sup::start_link({}, {{.id = "t", .start = worker, .restart = sup::temporary}});
     (void)sup::terminate_child(*s, "t");
     left = sup::count_children(*s).specs;
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(left == 0);
@@ -165,7 +167,7 @@ TEST_CASE("a registered supervisor and child can be reached by name", "[supervis
     auto s = sup::start_link({.name = "named_sup"}, {{.id = "a", .start = worker, .registered_name = "named_a"}});
     found_sup = herd::whereis("named_sup") == *s;
     found_child = herd::whereis("named_a") == pid_of(*s, "a");
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(found_sup);
@@ -177,18 +179,63 @@ TEST_CASE("calls to a supervisor that is gone throw call_error noproc", "[superv
   std::optional<herd::exit_reason> stop_again;
   auto r = run_node(herd::test::deterministic_opts(), [&] {
     auto s = sup::start_link({}, {});
-    sup::stop(*s);
+    (void)sup::stop(*s);
     try {
       (void)sup::which_children(*s);
     } catch (const herd::call_error& e) {
       threw = e.kind() == herd::call_error::noproc;
     }
-    stop_again = sup::stop(*s);
+    if (auto again = sup::stop(*s)) stop_again = *again;
   });
   CHECK(r.is_normal());
   CHECK(threw);
   REQUIRE(stop_again);
   CHECK(stop_again->kind() == herd::exit_kind::noproc);
+}
+
+TEST_CASE("stop returns errc timeout as a value while a child holds the supervisor up, and the exit reason once it "
+          "has ended",
+          "[supervisor][api]") {
+  std::optional<sup::errc> late;
+  std::string message;
+  std::optional<herd::exit_reason> ended;
+  auto r = run_node(herd::test::deterministic_opts(), [&] {
+    auto s = sup::start_link({}, {{.id = "stuck", .start = stubborn, .shutdown = herd::infinity}});
+    herd::pid stuck = pid_of(*s, "stuck");
+    auto first = sup::stop(*s, herd::exit_reason::shutdown(), 30ms);
+    if (!first) {
+      late = first.code();
+      message = first.error().message();
+    }
+    herd::exit(stuck, herd::exit_reason::kill());  // lets the supervisor finish stopping
+    if (auto again = sup::stop(*s)) ended = *again;
+  });
+  CHECK(r.is_normal());
+  REQUIRE(late);
+  CHECK(*late == sup::errc::timeout);
+  CHECK(message.rfind("timeout: stop <", 0) == 0);
+  REQUIRE(ended);
+  CHECK(ended->kind() == herd::exit_kind::shutdown);
+}
+
+TEST_CASE("children_of lists a supervisor's children, and a supervisor that is gone is errc not_found as a value",
+          "[supervisor][api]") {
+  std::size_t listed = 0, more = 0;
+  std::optional<sup::errc> gone;
+  auto r = run_node(herd::test::deterministic_opts(), [&] {
+    auto s = sup::start_link({}, {{.id = "a", .start = worker}, {.id = "b", .start = worker}});
+    if (auto c = sup::children_of(*s, 1, 5s)) {
+      listed = c->children.size();
+      more = c->more;
+    }
+    (void)sup::stop(*s);
+    if (auto after = sup::children_of(*s, 1, 5s); !after) gone = after.code();
+  });
+  CHECK(r.is_normal());
+  CHECK(listed == 1);
+  CHECK(more == 1);
+  REQUIRE(gone);
+  CHECK(*gone == sup::errc::not_found);
 }
 
 TEST_CASE("exit(sup, shutdown) from any process stops a supervisor, but a normal exit signal from a stranger does not",

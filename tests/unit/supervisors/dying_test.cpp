@@ -41,7 +41,7 @@ TEST_CASE("a child with catch (...) {} around its receive is still killed by its
     herd::pid c = pid_of(*s, "swallower");
     (void)sup::terminate_child(*s, "swallower");
     dead = !alive(c);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(dead);
@@ -84,7 +84,7 @@ TEST_CASE("a destructor that sends or calls while its actor is killed does not e
     (void)sup::terminate_child(*s, "w");
     for (int i = 0; i < 2; ++i) herd::receive([&](bye b) { got_bye += b.n; });
     server_alive = alive(server);
-    sup::stop(*s);
+    (void)sup::stop(*s);
     herd::exit(server, herd::exit_reason::kill());
   });
   CHECK(r.is_normal());
@@ -104,7 +104,7 @@ TEST_CASE("a supervisor's crash report names an exception thrown by its child", 
     herd::pid c = pid_of(*s, "thrower");
     herd::send(c, crash{});
     wait_restart(*s, "thrower", c);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   std::string text = logs.text();

@@ -37,7 +37,7 @@ TEST_CASE("start_child on a simple_one_for_one supervisor passes its extra argum
       if (c) pids.push_back(*c);
       herd::receive([&](started st) { got.push_back(st); });
     }
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   REQUIRE(got.size() == 3);
@@ -55,7 +55,7 @@ TEST_CASE("a string literal given to start_child reaches a std::string parameter
     auto s = sup::start_link({.strategy = sup::simple_one_for_one}, {conn_spec()});
     (void)sup::start_child(*s, 1, "literal", herd::self());
     herd::receive([&](started st) { name = st.name; });
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(name == "literal");
@@ -69,7 +69,7 @@ TEST_CASE("a dynamic child is restarted with the same arguments", "[supervisor][
     herd::receive([&](started st) { first = st; });
     herd::send(first.who, crash{});
     herd::receive([&](started st) { second = st; });
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(second.n == 42);
@@ -92,12 +92,12 @@ TEST_CASE("start_child with arguments the start function does not take is refuse
     auto c = sup::start_child(*s, sup::child_spec{.id = "x", .start = worker});  // a spec, not arguments
     codes.push_back(c.code());
     children_after = sup::which_children(*s).size();
-    sup::stop(*s);
+    (void)sup::stop(*s);
 
     auto st = sup::start_link({}, {{.id = "a", .start = worker}});
     auto d = sup::start_child(*st, 1);  // arguments to a static supervisor
     codes.push_back(d.code());
-    sup::stop(*st);
+    (void)sup::stop(*st);
   });
   CHECK(r.is_normal());
   CHECK(codes == std::vector<sup::errc>(4, sup::errc::bad_args));
@@ -122,7 +122,7 @@ TEST_CASE("terminate_child on a simple_one_for_one supervisor takes a pid and re
     errors.push_back(sup::terminate_child(*s, "w").code());  // by id: not for dynamic children
     errors.push_back(sup::restart_child(*s, "w").code());
     errors.push_back(sup::delete_child(*s, "w").code());
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(ok);
@@ -149,7 +149,7 @@ TEST_CASE("temporary dynamic children are forgotten when they end and which_chil
     herd::send(ps[1], finish{});
     herd::test::eventually([&] { return sup::count_children(*s).active == 3; });
     after = sup::which_children(*s).size();
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(listed == 5);

@@ -72,7 +72,7 @@ TEST_CASE("restarts further apart than the period never exceed the intensity", "
     }
     took = virtual_now() - t0;
     alive_at_end = alive(*s);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   double real_ms = herd::test::ms_since(t_real);
   CHECK(r.is_normal());

@@ -60,7 +60,7 @@ TEST_CASE("a handler that throws on every message: restarts up to the intensity,
                                 .start = [&starts] { return herd::serve<fragile>(&starts); },
                                 .registered_name = "fragile"}}),
          {.id = "steady", .start = [] { return herd::serve<steady>(); }, .registered_name = "steady"}});
-    const herd::pid steady0 = *herd::whereis("steady");
+    const herd::pid steady0 = herd::whereis("steady").value();
     auto feed = [&] {
       if (auto f = herd::whereis("fragile")) herd::cast(*f, poison{poison_sent++});
       herd::cast(steady0, bump{});

@@ -39,7 +39,7 @@ TEST_CASE("a permanent child is restarted whatever its exit reason", "[superviso
     before = pid_of(*s, "p");
     end_child(*s, "p", how);
     after = pid_of(*s, "p");
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(after.valid());
@@ -59,7 +59,7 @@ TEST_CASE("a transient child is restarted after an abnormal exit only, and after
     end_child(*s, "t", how);
     after = pid_of(*s, "t");
     counts = sup::count_children(*s);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(counts.specs == 1);
@@ -81,7 +81,7 @@ TEST_CASE("a temporary child is never restarted and its spec is removed", "[supe
     auto s = sup::start_link({}, {{.id = "keep", .start = worker}, {.id = "tmp", .start = worker, .restart = sup::temporary}});
     end_child(*s, "tmp", how);
     left = sup::which_children(*s);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   REQUIRE(left.size() == 1);
@@ -101,7 +101,7 @@ TEST_CASE("one_for_all does not restart a temporary sibling it stopped, it remov
     end_child(*s, "a", 4);
     after = sup::which_children(*s);
     seen = ev.take();
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(seen == std::vector<std::string>{"stop a", "stop b", "stop tmp", "start a", "start b"});
@@ -119,7 +119,7 @@ TEST_CASE("a transient child that ended normally is started again when one_for_a
     end_child(*s, "t", 0);
     end_child(*s, "a", 3);
     t_after = pid_of(*s, "t");
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(t_after.valid());

@@ -43,7 +43,7 @@ TEST_CASE("a child that traps exits and ignores shutdown is killed when its shut
     took = virtual_now() - t0;
     dead = !alive(c) && res.ok();
     herd::receive([&](saw_exit_msg m) { seen = m.reason; }, herd::after(0ms));
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(dead);
@@ -60,7 +60,7 @@ TEST_CASE("a worker's default shutdown is 5000 ms", "[supervisor][shutdown]") {
     auto t0 = virtual_now();
     (void)sup::terminate_child(*s, "stubborn");
     took = virtual_now() - t0;
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(took >= 5000ms);
@@ -79,7 +79,7 @@ TEST_CASE("brutal_kill kills at once, even a child that traps exits", "[supervis
     took = virtual_now() - t0;
     dead = !alive(c);
     asked = herd::receive([](saw_exit_msg) { return true; }, herd::after(0ms, [] { return false; }));
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(dead);
@@ -95,7 +95,7 @@ TEST_CASE("shutdown infinity waits for a child that takes long to clean up", "[s
     auto t0 = virtual_now();
     (void)sup::terminate_child(*s, "slow");
     took = virtual_now() - t0;
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(cleaned);
@@ -117,7 +117,7 @@ TEST_CASE("a supervisor child gets infinity as its default shutdown", "[supervis
     auto t0 = virtual_now();
     (void)sup::terminate_child(*s, "sub");
     took = virtual_now() - t0;
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(cleaned);
@@ -133,7 +133,7 @@ TEST_CASE("dynamic children are stopped all at once under one shared timeout", "
     for (int i = 0; i < 50; ++i) (void)sup::start_child(*s);
     before = herd::current_node_stats().live_processes;
     auto t0 = virtual_now();
-    sup::stop(*s);
+    (void)sup::stop(*s);
     took = virtual_now() - t0;
   });
   CHECK(r.is_normal());
@@ -192,7 +192,7 @@ TEST_CASE("a child that cannot be killed is reported as kill pending, waited for
     kill_and_wait(pid_of(*s, "w"));  // one_for_all: the supervisor must stop "spin" too
     spin_after = wait_restart(*s, "spin", spin_before, 5000ms);
     waited_ms = herd::test::ms_since(t0);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(spin_after.valid());
@@ -239,7 +239,7 @@ TEST_CASE("a child that never reaches a blocking point is reported as kill pendi
     (void)sup::terminate_child(*s, "spin");
     took_ms = herd::test::ms_since(t0);
     dead = !alive(c);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   releaser.join();
   CHECK(r.is_normal());

@@ -18,7 +18,7 @@ TEST_CASE("a crashing child under one_for_one is restarted and its siblings keep
     herd::send(before[1].pid, crash{});
     wait_restart(*s, "b", before[1].pid);
     after = sup::which_children(*s);
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   REQUIRE(after.size() == 3);
@@ -37,7 +37,7 @@ TEST_CASE("children start in order and stop in reverse order", "[supervisor][str
                                   {.id = "c", .start = logged(ev, "c")}});
     wait_events(ev, 3);
     started = ev.take();
-    sup::stop(*s);
+    (void)sup::stop(*s);
     stopped = ev.take();
   });
   CHECK(r.is_normal());
@@ -63,7 +63,7 @@ TEST_CASE("a killed child under one_for_all stops the others in reverse order an
     after = sup::which_children(*s);
     wait_events(ev, 6);
     seen = ev.take();
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(seen == std::vector<std::string>{"stop b", "stop c", "stop a", "start a", "start b", "start c"});
@@ -93,7 +93,7 @@ TEST_CASE("a killed child under rest_for_one restarts itself and the children st
     after = sup::which_children(*s);
     wait_events(ev, 6);
     seen = ev.take();
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(seen == std::vector<std::string>{"stop b", "stop d", "stop c", "start b", "start c", "start d"});
@@ -114,7 +114,7 @@ TEST_CASE("a nested tree stops depth first in reverse start order", "[supervisor
                                   {{.id = "y1", .start = logged(ev, "y1")}, {.id = "y2", .start = logged(ev, "y2")}})});
     wait_events(ev, 6);
     ev.take();
-    sup::stop(*s);
+    (void)sup::stop(*s);
     stopped = ev.take();
   });
   CHECK(r.is_normal());
@@ -131,7 +131,7 @@ TEST_CASE("a supervisor child that is killed is restarted with fresh children of
     new_sub = wait_restart(*s, "sub", old_sub);
     new_x = pid_of(new_sub, "x");
     herd::test::eventually([&] { return !alive(old_x); });
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(new_sub.valid());
@@ -186,7 +186,7 @@ TEST_CASE("start_link returns once the whole nested tree has started", "[supervi
     for (const auto& mid : sup::which_children(*s))
       for (const auto& leaf : sup::which_children(mid.pid))
         for (const auto& w : sup::which_children(leaf.pid)) started_when_returned += w.pid != herd::no_pid;
-    sup::stop(*s);
+    (void)sup::stop(*s);
   });
   CHECK(r.is_normal());
   CHECK(started_when_returned == 64);

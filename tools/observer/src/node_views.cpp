@@ -95,9 +95,9 @@ json load_view(const json& f) {
     o.purge = *p == "kill" ? modules::purge_mode::kill : modules::purge_mode::soft;
   }
   o.purge_timeout = std::chrono::milliseconds(int_field(f, "purge_timeout_ms", 5000, 1, 3'600'000));
-  modules::load_result r = modules::load(path, o);
-  if (!r) throw request_failure{"failed", r.message};
-  return {{"name", r.module}, {"version", r.version}};
+  modules::result<modules::loaded> r = modules::load(path, o);
+  if (!r) throw request_failure{"failed", r.error().message()};
+  return {{"name", r->module}, {"version", r->version}};
 }
 
 }  // namespace herd::observer

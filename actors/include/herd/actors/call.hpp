@@ -28,6 +28,7 @@
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/links.hpp>
 #include <herd/actors/message.hpp>
+#include <herd/actors/ok.hpp>
 #include <herd/actors/pid.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/registry.hpp>
@@ -37,7 +38,6 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
-#include <herd/actors/ok.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -45,8 +45,6 @@
 
 namespace herd {
 
-// An empty reply, for calls that only need to know they were done (what a
-// herd::server's handle_call that returns void or herd::ok replies).
 // Where a reply goes.
 struct from {
   pid caller;
@@ -106,7 +104,8 @@ bool unwinding_for_exit() noexcept;
 [[noreturn]] void terminate_call_while_exiting(const call_state& st);
 }  // namespace detail
 
-// From a process. Throws call_error on timeout, noproc or the server's exit,
+// From a process; elsewhere it throws not_in_process (a call needs a mailbox
+// for the reply). Throws call_error on timeout, noproc or the server's exit,
 // and at once with calling_self when `server` is the caller itself (it could
 // only wait out its timeout).
 template <class R, class Req>
@@ -149,6 +148,7 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
 // (OTP's {Name, Node} form waits for distribution: herd nodes have no names.)
 template <class R, class Req>
 R call(std::string_view name, Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  detail::require_process("herd::call");  // before the lookup: the rule, not noproc, is the answer
   std::optional<pid> to = whereis(name);
   if (!to) detail::throw_call_error(call_error::noproc, detail::call_state{0, no_pid, false}, exit_reason::noproc(),
                                     timeout, name);

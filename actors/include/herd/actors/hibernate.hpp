@@ -39,7 +39,8 @@ namespace detail {
 [[noreturn]] void throw_hibernate(body* b);
 }
 
-// From a process, anywhere. Never returns.
+// From a process, anywhere. Never returns. Outside a process: throws
+// not_in_process (fn is destroyed).
 template <class F>
 [[noreturn]] void hibernate(F&& fn) {
   detail::throw_hibernate(detail::make_heap_body(std::forward<F>(fn)));

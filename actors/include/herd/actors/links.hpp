@@ -13,10 +13,14 @@
 //  * Signals and messages from one sender to one receiver arrive in order.
 //    Links and monitors change only on their owner; others send it signals,
 //    which it acts on at its blocking points (receive, sleep, yield, ...).
-// All of these are for code running in a process.
+// All of these are for code running in a process: from anywhere else they
+// throw not_in_process (trapping_exits, a query, answers false).
+// spawn_link and spawn_monitor too: the caller holds the link's or the
+// monitor's other end (plain spawn works from any thread).
 #pragma once
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/pid.hpp>
+#include <herd/actors/process.hpp>
 #include <herd/actors/spawn.hpp>
 
 #include <compare>
@@ -73,6 +77,8 @@ monitor_ref new_ref() noexcept;
 
 template <class F, class... Args>
 pid spawn_with(const spawn_options& o, spawn_relation rel, F&& fn, Args&&... args) {
+  // Checked before the process is made: nothing to undo.
+  require_process(rel.kind == spawn_relation::link ? "herd::spawn_link" : "herd::spawn_monitor");
   process* p = make_process(std::forward<F>(fn), std::forward<Args>(args)...);
   set_labels(p, labels_for<F>(o), o.kind);
   return launch_related(p, o, rel);

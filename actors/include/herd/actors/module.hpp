@@ -6,7 +6,7 @@
 //
 //   herd::modules::set_module_dir("/srv/app/modules");     // once, any thread
 //   auto r = herd::modules::load("greeter.so");            // from a process
-//   if (!r) log(r.message);                                 // says why; current untouched
+//   if (!r) log(r.error().message());                       // says why; current untouched
 //   auto h = herd::modules::create<app::greeter>("greeter");
 //   h->greet("joe");
 //   ...at a message boundary, in the process that owns h:
@@ -34,6 +34,7 @@
 #include <herd/actors/message.hpp>
 #include <herd/actors/module_handler.hpp>
 #include <herd/actors/pid.hpp>
+#include <herd/actors/result.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -55,8 +56,8 @@ class module_error : public std::runtime_error {
 
 namespace modules {
 
-enum class load_errc {
-  ok,
+// Why a load or unload was refused. The current version is untouched.
+enum class errc : uint8_t {
   no_module_dir,        // set_module_dir was never called
   file_missing,
   outside_module_dir,
@@ -74,12 +75,24 @@ enum class load_errc {
   too_large,            // bigger than load_options::max_file_size (refused before it is read)
 };
 
-struct load_result {
-  load_errc code = load_errc::ok;
-  std::string message;  // why, for a human; empty on success
-  std::string module;   // name and version loaded (on success)
+// Any thread. "file_missing", ...
+const char* to_string(errc e) noexcept;
+
+struct error {
+  errc code;
+  std::string detail{};  // why, for a human ("greeter.so: no such file")
+  // "file_missing: greeter.so: no such file"
+  std::string message() const;
+};
+
+template <class T = herd::ok>
+using result = herd::result<T, error>;
+
+// What load and unload did: the module's name and the version loaded (load)
+// or made old (unload).
+struct loaded {
+  std::string module;
   std::string version;
-  explicit operator bool() const noexcept { return code == load_errc::ok; }
 };
 
 enum class purge_mode {
@@ -107,12 +120,13 @@ std::string module_dir();
 // is a file directly in the module directory: absolute, or relative to the
 // module directory (never to the working directory). One handler is made and
 // destroyed as a check of the factory.
-load_result load(const std::string& path, const load_options& o = {});
+result<loaded> load(const std::string& path, const load_options& o = {});
 
-// From a process. Makes `name`'s current version old (no new handlers; the
-// running ones go on), with the same purge rules as load. The version is
+// From a process, or from a foreign thread (inline), as load. Makes `name`'s
+// current version old (no new handlers; the running ones go on), with the
+// same purge rules as load. The version is
 // dlclosed once unreferenced.
-load_result unload(const std::string& name, const load_options& o = {});
+result<loaded> unload(const std::string& name, const load_options& o = {});
 
 struct version_info {
   std::string name;

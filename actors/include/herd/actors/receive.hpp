@@ -15,8 +15,10 @@
 // string literal sent arrives as std::string. receive returns what the handlers return (they
 // must agree), or void.
 //
-// From a process only. receive is a blocking point: an exit signal that
-// arrived is acted on here (the stack unwinds). Reached while that exit is
+// From a process only: elsewhere receive, receive_after and mark_mailbox
+// throw herd::not_in_process (<herd/actors/process.hpp>). receive is a
+// blocking point: an exit signal that arrived is acted on here (the stack
+// unwinds). Reached while that exit is
 // unwinding the stack (a destructor that receives), it neither blocks nor
 // throws: it behaves as if `after(0)` were given. While an ordinary exception
 // unwinds, a destructor may receive and block as usual (like Erlang's

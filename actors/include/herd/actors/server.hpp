@@ -25,7 +25,8 @@
 //   int v = s.call(app::get{});                       // reply type checked at compile time
 //   int w = herd::call<int>(s, app::get{});           // or the plain, untyped call
 //   herd::cast(s, app::inc{2});
-//   herd::stop_server(s);                             // terminate runs; returns once it exited
+//   auto why = herd::stop_server(s, herd::exit_reason::normal(), 5s);  // terminate runs; once it exited
+//   if (!why) ...                                    // errc::timeout: still running after 5 s
 //
 // Design choices:
 //  * CRTP, no virtuals. The loop is instantiated for the class, so every
@@ -81,6 +82,7 @@
 //    for connections; the module's export_state/code_change carry the state.
 #pragma once
 #include <herd/actors/call.hpp>
+#include <herd/actors/error.hpp>
 #include <herd/actors/exit_reason.hpp>
 #include <herd/actors/hibernate.hpp>
 #include <herd/actors/links.hpp>
@@ -211,9 +213,10 @@ struct server_ref {
 
   operator pid() const noexcept { return id; }
 
-  // From a process; as herd::call (throws call_error).
+  // From a process (elsewhere: not_in_process); as herd::call (throws call_error).
   template <class Req>
   auto call(Req&& req, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const {
+    detail::require_process("herd::server_ref::call");
     using Q = detail::message_type_t<Req>;
     static_assert(detail::srv::in<Q>(detail::srv::calls_t<S>{}), "herd::server_ref::call: S does not declare this request in `calls`");
     using R = typename detail::srv::reply_of<S, Q>::type;
@@ -256,7 +259,9 @@ server_ref<S> start_server(Args&&... args) {
 }
 
 // The same, linked to the caller before the server runs (gen_server:start_link).
-// A constructor that throws then also sends the caller an exit signal.
+// A constructor that throws then also sends the caller an exit signal. From a
+// process only (the caller is the link's other end): elsewhere it throws
+// not_in_process and starts nothing.
 template <class S, class... Args>
 server_ref<S> start_server_link(const server_options& o, Args&&... args) {
   return detail::srv::start<S>(o, true, std::forward<Args>(args)...);
@@ -272,8 +277,9 @@ server_ref<S> start_server_link(Args&&... args) {
   return detail::srv::start<S>(server_options{}, true, std::forward<Args>(args)...);
 }
 
-// From a process: turns this process into the server S(args...)
-// (gen_server:enter_loop). This is how a server runs under a supervisor:
+// From a process (elsewhere: not_in_process): turns this process into the
+// server S(args...) (gen_server:enter_loop). This is how a server runs under
+// a supervisor:
 //
 //   {.id = "counter", .start = [] { return herd::serve<counter>(5); }}
 //
@@ -285,6 +291,7 @@ server_ref<S> start_server_link(Args&&... args) {
 template <class S, class... Args>
 hibernation serve(const server_options& o, Args&&... args) {
   static_assert(std::is_base_of_v<server<S>, S>, "herd::serve<S>: S must derive from herd::server<S>");
+  detail::require_process("herd::serve");
   return detail::srv::loop<S>::start(parent(), false, o, std::decay_t<Args>(std::forward<Args>(args))...);
 }
 template <class S, class... Args>
@@ -293,13 +300,14 @@ hibernation serve(Args&&... args) {
   return serve<S>(server_options{}, std::forward<Args>(args)...);
 }
 
-// From a process. Stops a server synchronously (gen_server:stop): the stop
+// From a process (elsewhere: not_in_process). Stops a server synchronously (gen_server:stop): the stop
 // request is taken in order with the server's other messages, terminate(reason)
 // runs, and this returns the reason the server exited with (`reason`, unless
-// terminate threw or something else ended it first) once it has exited.
-// Throws call_error: noproc if there is no such process; timeout if it has not
-// exited within `timeout` (the request stays queued; nothing is killed).
-exit_reason stop_server(pid server, exit_reason reason = exit_reason::normal(),
-                        std::chrono::milliseconds timeout = infinity);
+// terminate threw or something else ended it first) once it has exited —
+// noproc if there was no such process. errc::timeout if it has not exited
+// within `timeout` (the request stays queued; nothing is killed). The same
+// shape as supervisor::stop.
+result<exit_reason, error> stop_server(pid server, exit_reason reason = exit_reason::normal(),
+                                       std::chrono::milliseconds timeout = infinity);
 
 }  // namespace herd

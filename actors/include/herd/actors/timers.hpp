@@ -22,8 +22,9 @@ timer_ref send_after_impl(std::chrono::milliseconds delay, pid to, message* m);
 timer_ref send_after_impl(std::chrono::milliseconds delay, std::string_view name, message* m);
 }
 
-// Any thread with a running node. As with send, a C string travels as
-// std::string.
+// Any thread. As with send, a C string travels as std::string. With no node
+// running nothing could receive it: the message is dropped, as send drops
+// it, and the timer_ref is empty (cancel_timer false, read_timer -1).
 template <class T>
 timer_ref send_after(std::chrono::milliseconds delay, pid to, T&& value) {
   return detail::send_after_impl(delay, to, detail::make_message<detail::message_type_t<T>>(std::forward<T>(value)));

@@ -11,6 +11,7 @@
 //   auto l = herd::net::start_listener("echo", {.port = 7000}, [](herd::net::tcp_socket s) {
 //     while (auto b = s.recv()) s.send(b->view());
 //   });
+//   if (!l) log(l.error().message());   // "in_use: bind 0.0.0.0:7000: Address already in use"
 //
 // The handler runs in the connection's own process, which owns `s`; when it
 // returns (or throws, or the process is killed) the socket closes and the
@@ -18,8 +19,9 @@
 // (herd::hibernate with a continuation that captures the socket) so an idle
 // connection costs little memory.
 //
-// Every function here is for code running in a process (they call into the
-// tree); `listeners()` and `info()` may be called from any thread.
+// Every function here marked "From a process" throws herd::not_in_process
+// when called from anywhere else (they call into the tree); the ones marked
+// "Any thread" may be called from any thread.
 #pragma once
 #include <herd/net/result.hpp>
 #include <herd/net/tcp.hpp>
@@ -102,9 +104,9 @@ struct connections_listing {
   std::vector<connection_row> rows;  // the first `max` of them, in no order
 };
 // From a process. Asks a listener's conns_sup (listener_info::conns_sup)
-// for its connections; nullopt if it did not answer within `timeout`.
-std::optional<connections_listing> connections_of(herd::pid conns_sup, std::size_t max,
-                                                  std::chrono::milliseconds timeout);
+// for its connections: errc::timeout if it did not answer within `timeout`,
+// errc::not_found if it is gone (or `conns_sup` is empty).
+result<connections_listing> connections_of(herd::pid conns_sup, std::size_t max, std::chrono::milliseconds timeout);
 
 // From a process. Binds and listens first (errors: errc::in_use for a port
 // in use or a name taken, errc::bad_address, errc::bad_options), then starts
@@ -123,7 +125,7 @@ result<> stop_listener(std::string_view name);
 // waits up to `timeout` for them to end, then stops the listener (killing
 // the rest, and logging how many there were).
 result<> drain_listener(std::string_view name, std::chrono::milliseconds timeout);
-// From a process. Acceptors stop accepting / accept again. While suspended,
+// Any thread. Acceptors stop accepting / accept again. While suspended,
 // new connections wait in the kernel's backlog (up to its size).
 result<> suspend_listener(std::string_view name);
 result<> resume_listener(std::string_view name);

@@ -92,8 +92,9 @@ struct protocol_timer {
   uint64_t tag = 0;
 };
 
-// From a connection's callbacks: protocol_timer{tag} arrives at this
-// connection after `delay` (cancel with herd::cancel_timer). The message is
+// From a connection's callbacks (outside any process it throws
+// herd::not_in_process): protocol_timer{tag} arrives at this connection
+// after `delay` (cancel with herd::cancel_timer). The message is
 // made by the host, so unlike a send_after from module code it holds no
 // reference on the module's version: a long timer set by v1 does not keep v1
 // loaded once the connection runs v2.

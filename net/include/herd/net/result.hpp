@@ -1,12 +1,11 @@
-// What the net API returns: a value or an error, as gen_tcp's {ok, _} /
-// {error, Reason} — no exception for ordinary outcomes (a closed peer, a
-// timeout, a port in use). Same shape as herd::supervisor::result.
+// What the net API returns: herd::result (<herd/actors/result.hpp>) with the
+// net layer's error, as gen_tcp's {ok, _} / {error, Reason} — no exception
+// for ordinary outcomes (a closed peer, a timeout, a port in use).
 #pragma once
+#include <herd/actors/result.hpp>
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
-#include <utility>
-#include <variant>
 
 namespace herd::net {
 
@@ -36,42 +35,7 @@ struct error {
   std::string message() const;
 };
 
-struct ok_t {
-  friend bool operator==(ok_t, ok_t) = default;
-};
-
-template <class T = ok_t>
-class [[nodiscard]] result {
- public:
-  result() requires std::is_same_v<T, ok_t> : v_(std::in_place_index<0>, ok_t{}) {}
-  result(T v) : v_(std::in_place_index<0>, std::move(v)) {}
-  result(net::error e) : v_(std::in_place_index<1>, std::move(e)) {}
-  result(errc c) : v_(std::in_place_index<1>, net::error{c}) {}
-
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  // The value; throws std::logic_error on an error (a bug in the caller).
-  T& value() & { return std::get<0>(check()); }
-  const T& value() const& { return std::get<0>(const_cast<result*>(this)->check()); }
-  T&& value() && { return std::move(std::get<0>(check())); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(value()); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  // The error; only when !ok().
-  const net::error& error() const { return std::get<1>(v_); }
-  errc code() const { return std::get<1>(v_).code; }
-
- private:
-  std::variant<T, net::error>& check() {
-    if (v_.index() != 0)
-      throw std::logic_error("herd::net::result::value() on an error: " + std::get<1>(v_).message());
-    return v_;
-  }
-  std::variant<T, net::error> v_;
-};
+template <class T = herd::ok>
+using result = herd::result<T, error>;
 
 }  // namespace herd::net

@@ -109,15 +109,17 @@ class tcp_socket {
   int fd() const noexcept;  // -1 when closed
   herd::pid owner() const noexcept;
 
-  // From a process: connects (non-blocking; the process parks meanwhile —
-  // a blocking point) and returns a socket owned by the caller, passive.
+  // From a process (elsewhere: herd::not_in_process): connects (non-blocking;
+  // the process parks meanwhile — a blocking point) and returns a socket
+  // owned by the caller, passive.
   // Host names other than numeric addresses are resolved on the blocking pool.
   static result<tcp_socket> connect(std::string_view host, uint16_t port,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                     socket_options o = {});
 
   // From a process: takes a connected fd (non-blocking or not) and makes it a
-  // socket owned by the caller, passive. The fd is closed on failure.
+  // socket owned by the caller, passive. The fd is closed on failure, and
+  // when called outside a process (which throws herd::not_in_process).
   static result<tcp_socket> adopt(int fd, const socket_options& o = {});
 
   // The rest: from the owner only (errc::not_owner otherwise).

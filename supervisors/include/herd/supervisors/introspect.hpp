@@ -13,6 +13,7 @@
 #include <herd/actors/pid.hpp>
 #include <herd/supervisors/child_spec.hpp>
 #include <herd/supervisors/flags.hpp>
+#include <herd/supervisors/result.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -49,8 +50,9 @@ struct tree_children {
   std::size_t more = 0;              // children left out past `max`
 };
 
-// From a process. Asks `sup` for its children (at most `max` listed); nullopt
-// when it did not answer within `timeout` or is gone.
-std::optional<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout);
+// From a process (elsewhere: herd::not_in_process). Asks `sup` for its
+// children (at most `max` listed): errc::timeout when it did not answer
+// within `timeout`, errc::not_found when it is gone.
+result<tree_children> children_of(pid sup, std::size_t max, std::chrono::milliseconds timeout);
 
 }  // namespace herd::supervisor

@@ -9,7 +9,9 @@
 //       sup::supervisor_spec("conns", {.strategy = sup::simple_one_for_one},
 //                            {{.id = "conn", .start = [](int fd) { serve(fd); }, .restart = sup::temporary}}),
 //   });
-//   sup::start_child(conns_pid, 7);   // a dynamic child: serve(7)
+//   if (!top) log(top.error().message());               // e.g. "start_failed: ..."
+//   if (auto c = sup::start_child(conns_pid, 7); !c)    // a dynamic child: serve(7)
+//     log(c.error().message());
 //
 // Children start in order and stop in reverse order; a nested supervisor is
 // waited for until its own children are up, so start_link returns with the
@@ -30,7 +32,9 @@
 //
 // Every function below is for code running in a process (it calls the
 // supervisor with herd::call and waits without a timeout, as OTP does; the
-// call monitors the supervisor, so one that dies ends the wait). A
+// call monitors the supervisor, so one that dies ends the wait); from
+// anywhere else each throws herd::not_in_process naming itself, and
+// supervisor_spec, which only builds a spec, works anywhere. A
 // supervisor that is gone makes these throw herd::call_error.
 #pragma once
 #include <herd/actors/exit_reason.hpp>
@@ -109,9 +113,9 @@ struct child_counts {
 child_counts count_children(pid sup);
 
 // exit(sup, reason), then waits until it has ended (after its children).
-// Returns its exit reason (noproc if it was already gone), or std::nullopt
-// if it is still alive after `timeout`.
-std::optional<exit_reason> stop(pid sup, exit_reason reason = exit_reason::shutdown(),
+// Returns its exit reason (noproc if it was already gone), or errc::timeout
+// if it is still alive after `timeout` (it goes on stopping).
+result<exit_reason> stop(pid sup, exit_reason reason = exit_reason::shutdown(),
                                 std::chrono::milliseconds timeout = herd::infinity);
 
 }  // namespace herd::supervisor

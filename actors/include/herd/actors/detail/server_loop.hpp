@@ -222,6 +222,7 @@ server_ref<S> start(const server_options& o, bool link_it, Args&&... args) {
   static_assert(std::is_base_of_v<server<S>, S>, "herd::start_server<S>: S must derive from herd::server<S>");
   static_assert(is_types<calls_t<S>>::value && is_types<casts_t<S>>::value && is_types<infos_t<S>>::value,
                 "herd::server: calls, casts and infos must be herd::types<...>");
+  if (link_it) require_process("herd::start_server_link");  // the link's other end is the caller
   pid parent = self();
   const bool sync = parent.valid();
   if (sync) mark_mailbox();
