@@ -127,8 +127,8 @@ void owner_ended(pid who, const exit_reason&) noexcept {
 }  // namespace
 
 result<> adopt(const std::shared_ptr<table_base>& t, pid heir, std::any heir_data) {
+  herd::detail::require_process("herd::table::create");  // a table needs an owner
   pid me = herd::self();
-  if (!me) throw table_error("herd::table::create: called outside a herd process: a table needs an owner");
   registry& r = reg();
   unsigned slot = watcher_slot();
   {

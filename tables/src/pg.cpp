@@ -233,8 +233,8 @@ namespace {
 
 // The calling process, indexed so that its monitors go when it ends.
 pid watching_process(const char* call, scope& s, monitor_ref ref) {
+  herd::detail::require_process(call);  // events are messages: someone must receive them
   pid me = herd::self();
-  if (!me) throw table_error(std::string(call) + ": called outside a herd process (events are messages)");
   registry& r = reg();
   rt::lock_guard g(r.m);
   r.watching.emplace(me, std::make_pair(&s, ref));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 using herd::test::opts;
@@ -124,4 +125,27 @@ TEST_CASE("pg: joining a process that has ended adds nothing, a monitoring proce
   });
   CHECK(members == 0);
   CHECK(dropped);
+}
+
+TEST_CASE("pg: from a plain thread join, get_members and send work, a monitor is not_in_process") {
+  std::size_t seen = 0;
+  std::string refused;
+  run_node(opts(2), [&] {
+    herd::pid me = herd::self();
+    std::thread t([&] {
+      pg::join("s5", "g", me);
+      seen = pg::get_members("s5", "g").size();
+      pg::send("s5", "g", ping{7});
+      try {
+        (void)pg::monitor("s5", "g");
+      } catch (const herd::not_in_process& e) {
+        refused = e.call();
+      }
+    });
+    t.join();
+    herd::receive([](ping) {});
+    (void)pg::leave("s5", "g", me);
+  });
+  CHECK(seen == 1);
+  CHECK(refused == "herd::pg::monitor");
 }

@@ -165,8 +165,8 @@ TEST_CASE("named tables: a taken name is an error value, whereis finds the table
   });
   try {
     (void)tab::create();
-  } catch (const herd::table_error& e) {
-    outside = std::string(e.what()).find("outside") != std::string::npos;
+  } catch (const herd::not_in_process& e) {
+    outside = std::string(e.call()) == "herd::table::create";
   }
   CHECK(taken);
   CHECK(found);

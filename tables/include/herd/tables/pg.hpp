@@ -10,7 +10,8 @@
 // (and sent to) once per join, and must leave as often; a process that ends
 // leaves every group at once; any process may join or leave other local
 // processes. Unlike OTP a scope is not a process to start: it exists from
-// its first use (the default is "pg"). Every call works from any thread.
+// its first use (the default is "pg"). Every call but the monitors works
+// from any thread.
 //
 // get_members returns a snapshot shared by every reader until the group
 // next changes: reading a group of 100,000 copies nothing per call, and the
@@ -92,8 +93,9 @@ inline members get_local_members(std::string_view group) { return get_members(de
 
 std::vector<std::string> which_groups(std::string_view scope = default_scope);
 
-// The calling process (or thread's pid, no_pid: refused) is sent an event on
-// every join and leave in the scope / the group, until demonitor.
+// The calling process is sent an event on every join and leave in the scope
+// / the group, until demonitor or its end (outside a process: herd::
+// not_in_process).
 scope_monitor monitor_scope(std::string_view scope = default_scope);
 group_monitor monitor(std::string_view scope, std::string_view group);
 inline group_monitor monitor(std::string_view group) { return monitor(default_scope, group); }

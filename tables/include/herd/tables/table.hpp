@@ -88,8 +88,8 @@ class table {
   // assigned later, or a receive that returns one.
   table() = default;
 
-  // The calling process owns the new table. A name already used by a live
-  // table is an error value; so is an heir that has ended.
+  // The calling process owns the new table (outside a process: herd::
+  // not_in_process). A name already used by a live table is an error value.
   static tables::result<table> create(table_options o = {}) {
     if constexpr (!std::equality_comparable<V>)
       if (o.type == table_type::bag)
