@@ -4,7 +4,7 @@
 #   --peers  also the benchmark peers (Erlang/OTP, Go, CAF) and python3
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-dev
-      libmimalloc-dev catch2 procps python3 gdb nlohmann-json3-dev clang tmux)
+      libmimalloc-dev catch2 procps python3 gdb nlohmann-json3-dev clang tmux libabsl-dev)
 if [[ "${1:-}" == "--peers" ]]; then
   pkgs+=(erlang-nox golang-go libcaf-dev python3)
 fi

@@ -14,6 +14,7 @@
 //    runtime does it after the final switch), never by dropping a suspended
 //    fiber.
 #include "process.hpp"
+#include "exit_watch_impl.hpp"
 
 #include <herd/actors/hibernate.hpp>
 #include <herd/actors/logger.hpp>
@@ -158,6 +159,9 @@ void process_finished(rt::fiber* f) noexcept {
   // for the grace period (a sender may still hold a pointer to it).
   n->table.release(p->id, rt::worker_index());
   release_name(p);
+  // Before the links and monitors: a DOWN must not beat the owner's tables'
+  // deletion (exit_watch.hpp).
+  run_exit_watchers(p, p->final_reason ? *p->final_reason : exit_reason::normal());
   announce_death(p, p->final_reason ? *p->final_reason : exit_reason::normal());
   n->note_exit(p);
   rt::retire(p, &free_process);

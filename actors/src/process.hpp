@@ -71,10 +71,16 @@ struct alignas(64) process final : rt::fiber {
   // published them (before each park in receive): a relaxed hint for the
   // observer's scan, which must not touch `rel`. Also in the tail padding.
   std::atomic<uint32_t> relations_bytes{0};
+  // Which exit watchers want to hear of its end (detail/exit_watch.hpp):
+  // set by any thread, read by the worker that finishes it. Tail padding too.
+  std::atomic<uint8_t> exit_watch{0};
 
   static process* from(rt::fiber* f) noexcept { return static_cast<process*>(f); }
   void* inline_body() noexcept { return reinterpret_cast<char*>(this) + sizeof(process); }
 };
+// Every field since 328 bytes sits in what alignas(64) would pad anyway:
+// a process must not grow (tools/actorbench's bytes_per_actor).
+static_assert(sizeof(process) == 384);
 
 // The process running on this thread, or nullptr.
 process* self_process() noexcept;

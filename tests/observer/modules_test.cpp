@@ -5,6 +5,8 @@
 #include "greeter_api.hpp"
 #include "module_sandbox.hpp"
 
+#include <herd/tables/table.hpp>
+
 using namespace observer_test;
 using namespace std::chrono_literals;
 
@@ -82,4 +84,36 @@ TEST_CASE("load with purge kill kills the processes still on the version before 
   CHECK(eventually([&] { return c.ask(req("process", {{"pid", holder.to_string()}}))["ok"] == false; }));
   // v1 is unloaded once the killed holder's handler is gone, after its exit.
   CHECK(eventually([] { return module_fixture::info("greeter", "1").state.empty(); }));
+}
+
+TEST_CASE("tables lists every table with its type, protection, owner, heir, size and memory, and drops it with its owner") {
+  live_node n(2, [](root_ctx&) {});
+  client c(n.socket());
+  herd::pid owner = herd::spawn([] {
+    auto t = *herd::table<uint64_t, std::string>::create({.type = herd::table_type::ordered_set,
+                                                          .access = herd::table_access::public_,
+                                                          .name = "observer_sessions"});
+    for (uint64_t i = 0; i < 100; ++i) t.insert(i, std::string(100, 'x'));
+    herd::receive([](obs_msgs::stop_root) {});
+  });
+  json m, row;
+  REQUIRE(eventually([&] {
+    m = c.ask(req("tables"));
+    for (auto& t : m["result"]["tables"])
+      if (t["name"] == "observer_sessions" && t["size"] == 100) row = t;
+    return !row.is_null();
+  }));
+  INFO(m.dump());
+  CHECK(row["type"] == "ordered_set");
+  CHECK(row["protection"] == "public");
+  CHECK(row["owner"] == owner.to_string());
+  CHECK(row["heir"].is_null());
+  CHECK(row["memory"].get<std::size_t>() > 100 * 100);
+  CHECK(row["key_type"] == "unsigned long");
+  herd::send(owner, obs_msgs::stop_root{});
+  CHECK(eventually([&] {
+    for (auto& t : c.ask(req("tables"))["result"]["tables"])
+      if (t["name"] == "observer_sessions") return false;
+    return true;
+  }));
 }

@@ -148,6 +148,16 @@ def tree_listeners_modules(cli):
         j = one_json_line(run_cli(cli, "--socket", node.socket, "modules", "--json"), "modules --json")
         expect(j["modules"][1]["old"] is None, "modules --json", j)
 
+        r = run_cli(cli, "--socket", node.socket, "tables")
+        expect_ok(r, "tables")
+        expect(rows(r.stdout)[0][:8] == ["ID", "NAME", "TYPE", "PROTECTION", "OWNER", "HEIR", "SIZE", "MEMORY"],
+               "tables header", r.stdout)
+        expect(row_of(r.stdout, "3")[:8] == ["3", "sessions", "set", "public", "<7.0>", "-", "100000", "4.2 MiB"],
+               "sessions row (memory in MiB)", r.stdout)
+        expect("\x1b" not in r.stdout, "a type name's escape is not passed to the terminal", r.stdout)
+        j = one_json_line(run_cli(cli, "--socket", node.socket, "tables", "--json"), "tables --json")
+        expect(j["tables"][1]["heir"] == "<9.0>", "tables --json", j)
+
 
 def kill_load_set_max(cli):
     with FakeNode() as node:

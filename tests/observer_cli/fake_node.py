@@ -190,6 +190,13 @@ class Node:
         with self.lock:
             return {"listeners": [copy.deepcopy(l) for l in self.listeners.values()]}
 
+    def tables(self, req):
+        return {"tables": [
+            {"id": 3, "name": "sessions", "type": "set", "protection": "public", "owner": "<7.0>", "heir": None,
+             "size": 100000, "memory": 4450112, "key_type": "unsigned long", "value_type": "session"},
+            {"id": 4, "name": None, "type": "bag", "protection": "private", "owner": "<8.0>", "heir": "<9.0>",
+             "size": 0, "memory": 320, "key_type": "int", "value_type": "\x1b[31mred"}]}
+
     def modules(self, req):
         return {"modules": [
             {"name": "hot_swap_handler",
@@ -311,7 +318,7 @@ def serve_client(conn, node, mode, log):
                 trace(conn, node, req)
                 continue
             handler = {"overview": node.overview, "processes": node.processes, "process": node.process,
-                       "tree": node.tree, "listeners": node.listeners_, "modules": node.modules,
+                       "tree": node.tree, "listeners": node.listeners_, "modules": node.modules, "tables": node.tables,
                        "kill": node.kill, "load": node.load,
                        "set_max_connections": node.set_max_connections}.get(req.get("req"))
             try:

@@ -21,7 +21,9 @@ int usage(const char* why) {
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
                "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS |\n"
                "  forkjoin_monitor N | links N | monitors N | deferred_calls N |\n"
-               "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup)\n",
+               "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup) |\n"
+               "  table read90|write50|counter|counter_spread [--procs P] [--keys K] [--ops N] [--type set|ordered_set] |\n"
+               "  pg_fanout [--members M] [--messages N]\n",
                why);
   return 2;
 }
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage("no workload given");
   config c;
   c.workload = argv[1];
+  if (c.workload == "table") return actorbench::run_table(argc, argv);  // named options, its own node
+  if (c.workload == "pg_fanout") return actorbench::run_pg_fanout(argc, argv);
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--workers") {

@@ -43,11 +43,20 @@ WORKLOADS = {
     "monitors": (["monitors", "1000000"], ["monitors", "10000"]),
     "deferred_calls": (["deferred_calls", "1000000"], ["deferred_calls", "10000"]),
 }
-# Workloads only some peers have (the relations ones: herd and Erlang).
+# The ETS contention rows (issue 16): every mix on both table types, 2 workers.
+for _mix in ("read90", "write50", "counter", "counter_spread"):
+    for _type in ("set", "ordered_set"):
+        WORKLOADS[f"table_{_mix}_{_type}"] = (
+            ["table", _mix, "--procs", "1000", "--keys", "100000", "--ops", "10000000", "--type", _type],
+            ["table", _mix, "--procs", "100", "--keys", "10000", "--ops", "100000", "--type", _type])
+WORKLOADS["pg_fanout"] = (["pg_fanout", "--members", "10000", "--messages", "100"],
+                          ["pg_fanout", "--members", "1000", "--messages", "10"])
+# Workloads only some peers have (the relations ones and tables: herd and Erlang).
 ONLY_IMPLS = {w: {"herd", "erlang"} for w in ("forkjoin_monitor", "links", "monitors", "deferred_calls")}
+ONLY_IMPLS.update({w: {"herd", "erlang"} for w in WORKLOADS if w.startswith("table_") or w == "pg_fanout"})
 
-LOWER_BETTER = {"ns_per_rt", "bytes_per_actor", "ns_per_call", "p50_us", "p99_us"}
-HIGHER_BETTER = {"msgs_per_s", "hops_per_s"}
+LOWER_BETTER = {"ns_per_rt", "bytes_per_actor", "ns_per_call", "p50_us", "p99_us", "bytes_per_entry"}
+HIGHER_BETTER = {"msgs_per_s", "hops_per_s", "ops_per_s", "delivered_per_s"}
 
 
 def better(key):
@@ -130,15 +139,15 @@ def build_peers(wanted, build_dir, log):
     """Returns {impl: command prefix} for the peers that built."""
     cmds = {}
     if "erlang" in wanted:
-        src = PEERS / "erlang" / "actorbench.erl"
+        srcs = sorted((PEERS / "erlang").glob("*.erl"))
         out = build_dir / "erlang"
         beam = out / "actorbench.beam"
         if not shutil.which("erlc"):
             log("build erlang: SKIPPED (no erlc; apt-get install erlang-nox)")
         else:
             out.mkdir(parents=True, exist_ok=True)
-            rc, _, err = (0, "", "") if not stale(beam, src) else \
-                run_cmd(["erlc", "-o", str(out), str(src)], 300)
+            rc, _, err = (0, "", "") if not stale(beam, *srcs) else \
+                run_cmd(["erlc", "-o", str(out)] + [str(s) for s in srcs], 300)
             if rc == 0:
                 # +P: the default process limit (262,144) is below 1M idle actors.
                 cmds["erlang"] = lambda w, out=out: [

@@ -22,6 +22,10 @@ bool run_failure_workload(const config& c);
 int run_fanout(const config& c);
 // workloads_relations.cpp: forkjoin_monitor, links, monitors, deferred_calls.
 bool run_relations_workload(const config& c);
+// workload_table.cpp: parses its own arguments (argv[1] is "table"), runs its node.
+int run_table(int argc, char** argv);
+// workload_pg.cpp: pg_fanout, the same way.
+int run_pg_fanout(int argc, char** argv);
 // Printed on every RESULT line.
 std::string common_keys(const config& c);
 

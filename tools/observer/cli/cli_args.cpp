@@ -90,6 +90,7 @@ const char* usage_text() {
          "  tree                          the supervision tree\n"
          "  listeners                     TCP listeners and their connections\n"
          "  modules                       hot-loaded modules and their versions\n"
+         "  tables                        ETS-like tables: type, owner, size, memory, protection\n"
          "  kill PID [REASON]             exit a process (default reason: kill)\n"
          "  load PATH [--purge soft|kill] load a module file (kill: kill the processes still on the\n"
          "                                version before the current one instead of refusing)\n"
@@ -112,7 +113,8 @@ invocation parse_args(int argc, char** argv) {
 
   std::set<std::string> allowed;  // the command's own options
   json req = json::object();
-  if (cmd == "overview" || cmd == "tree" || cmd == "listeners" || cmd == "modules" || cmd == "top") {
+  if (cmd == "overview" || cmd == "tree" || cmd == "listeners" || cmd == "modules" || cmd == "tables" ||
+      cmd == "top") {
     expect_positionals(cmd, args, 0, 0, "no arguments");
   } else if (cmd == "processes") {
     expect_positionals(cmd, args, 0, 0, "no positional arguments (options: --sort --limit --name --status)");

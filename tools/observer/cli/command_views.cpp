@@ -165,6 +165,25 @@ std::string render_listeners(const json& r) {
   return t.render();
 }
 
+std::string render_tables(const json& r) {
+  const json& list = r.at("tables");
+  if (list.empty()) return "no tables\n";
+  text_table t({{"ID", align::right},
+                {"NAME"},
+                {"TYPE"},
+                {"PROTECTION"},
+                {"OWNER"},
+                {"HEIR"},
+                {"SIZE", align::right},
+                {"MEMORY", align::right},
+                {"KEY -> VALUE"}});
+  for (const auto& x : list)
+    t.add_row({integer(x, "id"), text_or_dash(x.at("name")), str(x, "type"), str(x, "protection"),
+               text_or_dash(x.at("owner")), text_or_dash(x.at("heir")), integer(x, "size"),
+               human_bytes(num(x, "memory")), str(x, "key_type") + " -> " + str(x, "value_type")});
+  return t.render();
+}
+
 std::string render_modules(const json& r) {
   const json& list = r.at("modules");
   if (list.empty()) return "no modules loaded\n";
@@ -239,6 +258,7 @@ std::string render_result(const std::string& command, const json& r) {
   if (command == "tree") return render_tree(r);
   if (command == "listeners") return render_listeners(r);
   if (command == "modules") return render_modules(r);
+  if (command == "tables") return render_tables(r);
   if (command == "kill") return render_kill(r);
   if (command == "load") return "loaded " + str(r, "name") + " " + str(r, "version") + "\n";
   if (command == "set_max_connections") {

@@ -1,11 +1,12 @@
-// listeners, set_max_connections, modules and load: the net layer's listener
-// registry and the module layer, from the observer's thread (both APIs may be
+// listeners, tables, set_max_connections, modules and load: the net layer's
+// listener registry, the tables layer's registry and the module layer, from the observer's thread (both APIs may be
 // called from any thread; load runs its file work inline here, so other
 // clients wait for it — a load is an operator's rare action).
 #include "views.hpp"
 
 #include <herd/actors/module.hpp>
 #include <herd/net/listener.hpp>
+#include <herd/tables/detail/table_base.hpp>
 
 #include <map>
 
@@ -29,6 +30,26 @@ json listeners_view() {
                  {"supervisor", pid_json(l.supervisor)}});
   }
   return {{"listeners", std::move(a)}};
+}
+
+json tables_view() {
+  using herd::tables::detail::table_kind;
+  static const char* const kinds[] = {"set", "ordered_set", "bag", "duplicate_bag"};
+  static const char* const access[] = {"public", "protected", "private"};
+  json a = json::array();
+  for (auto& t : herd::tables::detail::list()) {
+    a.push_back({{"id", t.id},
+                 {"name", t.name.empty() ? json(nullptr) : json(t.name)},
+                 {"type", kinds[static_cast<int>(t.kind)]},
+                 {"protection", access[static_cast<int>(t.access)]},
+                 {"owner", pid_json(t.owner)},
+                 {"heir", t.heir ? pid_json(t.heir) : json(nullptr)},
+                 {"size", t.size},
+                 {"memory", t.memory},
+                 {"key_type", t.key_type},
+                 {"value_type", t.value_type}});
+  }
+  return {{"tables", std::move(a)}};
 }
 
 json set_max_connections_view(const json& f) {

@@ -27,6 +27,7 @@ json kill_view(const json& f);
 json tree_view();
 
 json listeners_view();
+json tables_view();
 json set_max_connections_view(const json& f);
 json modules_view();
 json load_view(const json& f);

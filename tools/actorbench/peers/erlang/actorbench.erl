@@ -18,7 +18,7 @@
 %% the relations workloads (see workloads_relations.cpp)
 
 main() ->
-    try run(parse(init:get_plain_arguments())) of
+    try run_any(init:get_plain_arguments()) of
         ok -> halt(0)
     catch
         throw:{usage, Msg} ->
@@ -27,12 +27,18 @@ main() ->
                       "pingpong RTS | pingpong_many PAIRS RTS | "
                       "ring N LAPS | fanin SENDERS MSGS | call CALLS | "
                       "restart RESTARTS | forkjoin_monitor N | links N | "
-                      "monitors N | deferred_calls N  [--workers N]~n",
+                      "monitors N | deferred_calls N  [--workers N] | "
+                      "table MIX [--procs P] [--keys K] [--ops N] [--type T] [--ets-opts O]~n",
                       [Msg]),
             halt(2)
     end.
 
 %% ---- argument handling ------------------------------------------------------
+
+%% `table` has named options of its own (actorbench_table.erl).
+run_any(["table" | Args]) -> actorbench_table:main(Args);
+run_any(["pg_fanout" | Args]) -> actorbench_table:pg_fanout(Args);
+run_any(Args) -> run(parse(Args)).
 
 parse(Args) -> parse(Args, [], #{hibernate => false}).
 

@@ -1,0 +1,287 @@
+// Process groups (herd/tables/pg.hpp).
+//
+// Each scope is a mutex over its groups; a group keeps its members as a list
+// (one entry per join) and a snapshot shared with readers, rebuilt by the
+// first get_members after a change and dropped by the next change — so
+// writers never copy and readers copy once per change, whatever the group's
+// size. Joins and leaves take the scope's lock, then send the monitors'
+// events after releasing it (sends never run under a lock).
+//
+// Members leave when they end, and a monitoring process's monitors go when
+// it ends, through actors' exit watcher (no monitor per member): an index
+// pid -> the groups it is in and the monitors it holds, under a lock of its
+// own that is never held together with a scope's. The watcher is
+// idempotent: it removes what the index still lists.
+//
+// Across nodes (the distribution issue): a scope will become a process that
+// exchanges this node's joins and leaves with the same-named scope on every
+// connected node, as OTP's pg does (sync on connect, join/leave messages,
+// remote members dropped on nodedown); the local state here stays the
+// source of truth for local members, and get_members merges the remote ones.
+#include <herd/actors/detail/exit_watch.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/runtime/thread_safety.hpp>
+#include <herd/tables/pg.hpp>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace herd::pg {
+namespace {
+
+struct watcher {
+  monitor_ref ref;
+  pid to;
+};
+
+struct group {
+  std::vector<pid> list;                                  // one entry per join
+  std::shared_ptr<const std::vector<pid>> snapshot;       // null: rebuild on read
+  std::vector<watcher> watchers;
+};
+
+struct scope {
+  rt::mutex m;
+  std::map<std::string, group, std::less<>> groups HERD_GUARDED_BY(m);
+  std::vector<watcher> scope_watchers HERD_GUARDED_BY(m);
+};
+
+struct registry {
+  rt::mutex m;
+  std::map<std::string, std::unique_ptr<scope>, std::less<>> scopes HERD_GUARDED_BY(m);
+  // pid -> (scope, group) once per join; the exit watcher's index
+  std::unordered_multimap<pid, std::pair<scope*, std::string>> joined HERD_GUARDED_BY(m);
+  // pid -> (scope, monitor) for each monitor it holds
+  std::unordered_multimap<pid, std::pair<scope*, monitor_ref>> watching HERD_GUARDED_BY(m);
+};
+
+registry& reg() {
+  static registry* r = new registry;  // never destroyed: members end during static destruction
+  return *r;
+}
+
+scope& scope_named(std::string_view name) {
+  registry& r = reg();
+  rt::lock_guard g(r.m);
+  auto it = r.scopes.find(name);
+  if (it == r.scopes.end()) it = r.scopes.emplace(std::string(name), std::make_unique<scope>()).first;
+  return *it->second;  // scopes are never removed: the reference stays good
+}
+
+struct outgoing {
+  pid to;
+  event ev;
+};
+
+void deliver(std::vector<outgoing>& out) {
+  for (outgoing& o : out) herd::send(o.to, std::move(o.ev));
+}
+
+// The events a change sends: to the scope's monitors and the group's.
+void notify(const scope& s, const group& gr, event::kind_t k, std::string_view name,
+            const std::vector<pid>& pids, std::vector<outgoing>& out) HERD_REQUIRES(s.m) {
+  for (const watcher& w : s.scope_watchers) out.push_back({w.to, event{w.ref, k, std::string(name), pids}});
+  for (const watcher& w : gr.watchers) out.push_back({w.to, event{w.ref, k, std::string(name), pids}});
+}
+
+// Takes one entry of p out of gr; false if p was not there.
+bool take_one(group& gr, pid p) {
+  auto it = std::find(gr.list.begin(), gr.list.end(), p);
+  if (it == gr.list.end()) return false;
+  gr.list.erase(it);
+  gr.snapshot.reset();
+  return true;
+}
+
+void member_ended(pid who, const exit_reason&) noexcept;
+
+unsigned watcher_slot() {
+  static const unsigned slot = herd::detail::register_exit_watcher(&member_ended);
+  return slot;
+}
+
+bool drop_watcher(std::vector<watcher>& ws, monitor_ref ref) {
+  auto it = std::find_if(ws.begin(), ws.end(), [&](const watcher& w) { return w.ref == ref; });
+  if (it == ws.end()) return false;
+  ws.erase(it);
+  return true;
+}
+
+bool drop_monitor(scope& s, monitor_ref ref) {
+  rt::lock_guard g(s.m);
+  if (drop_watcher(s.scope_watchers, ref)) return true;
+  for (auto& [name, gr] : s.groups)
+    if (drop_watcher(gr.watchers, ref)) return true;
+  return false;
+}
+
+void member_ended(pid who, const exit_reason&) noexcept {
+  std::vector<std::pair<scope*, std::string>> was;
+  std::vector<std::pair<scope*, monitor_ref>> watched;
+  {
+    registry& r = reg();
+    rt::lock_guard g(r.m);
+    auto [b, e] = r.joined.equal_range(who);
+    for (auto it = b; it != e; ++it) was.push_back(it->second);
+    r.joined.erase(who);
+    auto [wb, we] = r.watching.equal_range(who);
+    for (auto it = wb; it != we; ++it) watched.push_back(it->second);
+    r.watching.erase(who);
+  }
+  for (auto& [s, ref] : watched) drop_monitor(*s, ref);
+  std::vector<outgoing> out;
+  try {
+    for (auto& [s, name] : was) {
+      rt::lock_guard g(s->m);
+      auto it = s->groups.find(name);
+      if (it == s->groups.end() || !take_one(it->second, who)) continue;
+      notify(*s, it->second, event::leave, name, {who}, out);
+    }
+    deliver(out);
+  } catch (...) {
+    // out of memory while telling the monitors: the membership is right anyway
+  }
+}
+
+}  // namespace
+
+void join(std::string_view scope_name, std::string_view group_name, std::span<const pid> pids) {
+  scope& s = scope_named(scope_name);
+  unsigned slot = watcher_slot();
+  std::vector<pid> live;
+  // Mark first: a pid that has already ended is not joined (OTP would
+  // monitor it and drop it at once).
+  for (pid p : pids)
+    if (herd::detail::watch_exit(p, slot)) live.push_back(p);
+  if (live.empty()) return;
+  {
+    registry& r = reg();
+    rt::lock_guard g(r.m);
+    for (pid p : live) r.joined.emplace(p, std::make_pair(&s, std::string(group_name)));
+  }
+  std::vector<outgoing> out;
+  {
+    rt::lock_guard g(s.m);
+    auto it = s.groups.find(group_name);
+    if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
+    group& gr = it->second;
+    gr.list.insert(gr.list.end(), live.begin(), live.end());
+    gr.snapshot.reset();
+    notify(s, gr, event::join, group_name, live, out);
+  }
+  deliver(out);
+  // A member that ended between its mark and the index entry: the watcher
+  // found nothing to remove, so remove it here (watch_exit says it is gone).
+  for (pid p : live)
+    if (!herd::detail::watch_exit(p, slot)) member_ended(p, exit_reason::normal());
+}
+
+tables::result<> leave(std::string_view scope_name, std::string_view group_name, std::span<const pid> pids) {
+  scope& s = scope_named(scope_name);
+  std::vector<pid> gone;
+  bool all = true;
+  std::vector<outgoing> out;
+  {
+    rt::lock_guard g(s.m);
+    auto it = s.groups.find(group_name);
+    for (pid p : pids) {
+      if (it != s.groups.end() && take_one(it->second, p))
+        gone.push_back(p);
+      else
+        all = false;
+    }
+    if (!gone.empty()) notify(s, it->second, event::leave, group_name, gone, out);
+  }
+  {
+    registry& r = reg();
+    rt::lock_guard g(r.m);
+    for (pid p : gone) {
+      auto [b, e] = r.joined.equal_range(p);
+      for (auto j = b; j != e; ++j)
+        if (j->second.first == &s && j->second.second == group_name) {
+          r.joined.erase(j);
+          break;
+        }
+    }
+  }
+  deliver(out);
+  if (!all) return tables::error{tables::errc::not_joined, std::string(group_name)};
+  return {};
+}
+
+members get_members(std::string_view scope_name, std::string_view group_name) {
+  scope& s = scope_named(scope_name);
+  rt::lock_guard g(s.m);
+  auto it = s.groups.find(group_name);
+  if (it == s.groups.end()) return {};
+  group& gr = it->second;
+  if (!gr.snapshot) gr.snapshot = std::make_shared<const std::vector<pid>>(gr.list);
+  return members(gr.snapshot);
+}
+
+std::vector<std::string> which_groups(std::string_view scope_name) {
+  scope& s = scope_named(scope_name);
+  rt::lock_guard g(s.m);
+  std::vector<std::string> out;
+  for (auto& [name, gr] : s.groups)
+    if (!gr.list.empty()) out.push_back(name);
+  return out;
+}
+
+namespace {
+
+// The calling process, indexed so that its monitors go when it ends.
+pid watching_process(const char* call, scope& s, monitor_ref ref) {
+  herd::detail::require_process(call);  // events are messages: someone must receive them
+  pid me = herd::self();
+  registry& r = reg();
+  rt::lock_guard g(r.m);
+  r.watching.emplace(me, std::make_pair(&s, ref));
+  herd::detail::watch_exit(me, watcher_slot());  // we are alive
+  return me;
+}
+
+void unindex_monitor(scope& s, monitor_ref ref) {
+  registry& r = reg();
+  rt::lock_guard g(r.m);
+  for (auto it = r.watching.begin(); it != r.watching.end(); ++it)
+    if (it->second.first == &s && it->second.second == ref) {
+      r.watching.erase(it);
+      return;
+    }
+}
+
+}  // namespace
+
+scope_monitor monitor_scope(std::string_view scope_name) {
+  scope& s = scope_named(scope_name);
+  scope_monitor sm{herd::detail::new_ref(), {}};
+  pid me = watching_process("herd::pg::monitor_scope", s, sm.ref);
+  rt::lock_guard g(s.m);
+  s.scope_watchers.push_back({sm.ref, me});
+  for (auto& [name, gr] : s.groups)
+    if (!gr.list.empty()) sm.groups.emplace_back(name, gr.list);
+  return sm;
+}
+
+group_monitor monitor(std::string_view scope_name, std::string_view group_name) {
+  scope& s = scope_named(scope_name);
+  group_monitor gm{herd::detail::new_ref(), {}};
+  pid me = watching_process("herd::pg::monitor", s, gm.ref);
+  rt::lock_guard g(s.m);
+  auto it = s.groups.find(group_name);
+  if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
+  it->second.watchers.push_back({gm.ref, me});
+  gm.members = it->second.list;
+  return gm;
+}
+
+bool demonitor(std::string_view scope_name, monitor_ref ref) {
+  scope& s = scope_named(scope_name);
+  if (!drop_monitor(s, ref)) return false;
+  unindex_monitor(s, ref);
+  return true;
+}
+
+}  // namespace herd::pg

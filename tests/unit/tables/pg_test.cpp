@@ -1,0 +1,151 @@
+// herd::pg, OTP's process groups, case by case.
+#include <herd/tables/pg.hpp>
+
+#include "support/node_fixture.hpp"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+using herd::test::opts;
+using herd::test::run_node;
+namespace pg = herd::pg;
+
+namespace {
+struct stop {};
+struct ping {
+  int n;
+};
+// A member that counts pings until told to stop, then reports the count.
+void member(herd::pid report) {
+  int got = 0;
+  for (;;) {
+    bool more = herd::receive([&](ping) { return ++got, true; }, [](stop) { return false; });
+    if (!more) break;
+  }
+  herd::send(report, got);
+}
+}  // namespace
+
+TEST_CASE("pg: join twice lists twice and needs two leaves, leave of a non-member is not_joined") {
+  std::vector<std::size_t> sizes;
+  bool not_joined = false, gone_from_which = false;
+  run_node(opts(2), [&] {
+    herd::pid me = herd::self();
+    pg::join("s1", "g", me);
+    pg::join("s1", "g", me);
+    sizes.push_back(pg::get_members("s1", "g").size());  // 2
+    (void)pg::leave("s1", "g", me);
+    sizes.push_back(pg::get_members("s1", "g").size());  // 1
+    (void)pg::leave("s1", "g", me);
+    sizes.push_back(pg::get_members("s1", "g").size());  // 0
+    not_joined = pg::leave("s1", "g", me).code() == herd::tables::errc::not_joined;
+    auto groups = pg::which_groups("s1");
+    gone_from_which = std::find(groups.begin(), groups.end(), "g") == groups.end();
+  });
+  CHECK(sizes == std::vector<std::size_t>{2, 1, 0});
+  CHECK(not_joined);
+  CHECK(gone_from_which);
+}
+
+TEST_CASE("pg: a member that ends leaves every group, and the group's monitor hears join and leave") {
+  std::vector<std::string> events;
+  std::size_t after_exit = 99, scope_groups_at_start = 99;
+  run_node(opts(2), [&] {
+    herd::pid me = herd::self();
+    auto sm = pg::monitor_scope("s2");
+    scope_groups_at_start = sm.groups.size();
+    auto gm = pg::monitor("s2", "room");
+    herd::pid m = herd::spawn(member, me);
+    pg::join("s2", "room", m);
+    pg::join("s2", "other", m);
+    auto mon = herd::monitor(m);
+    herd::send(m, stop{});
+    herd::receive([](int) {});
+    herd::receive([](const herd::down&) {});
+    after_exit = pg::get_members("s2", "room").size() + pg::get_members("s2", "other").size();
+    // scope monitor: join room, join other, then two leaves; group monitor: join and leave of room
+    for (int i = 0; i < 6; ++i)
+      herd::receive([&](pg::event& e) {
+        events.push_back(std::string(e.ref == gm.ref ? "group " : "scope ") +
+                         (e.kind == pg::event::join ? "join " : "leave ") + e.group);
+      });
+    CHECK(pg::demonitor("s2", gm.ref));
+    CHECK_FALSE(pg::demonitor("s2", gm.ref));
+    (void)mon, (void)sm;
+  });
+  CHECK(after_exit == 0);
+  CHECK(scope_groups_at_start == 0);
+  std::sort(events.begin(), events.end());
+  CHECK(events == std::vector<std::string>{"group join room", "group leave room", "scope join other",
+                                           "scope join room", "scope leave other", "scope leave room"});
+}
+
+TEST_CASE("pg: send reaches every member once per join, and get_members shares one snapshot until a change") {
+  int total = 0;
+  bool same_snapshot = false, new_after_change = false;
+  run_node(opts(2), [&] {
+    herd::pid me = herd::self();
+    std::vector<herd::pid> ms;
+    for (int i = 0; i < 50; ++i) ms.push_back(herd::spawn(member, me));
+    pg::join("s3", "all", ms);
+    pg::join("s3", "all", ms[0]);  // twice: two copies
+    auto a = pg::get_members("s3", "all");
+    auto b = pg::get_members("s3", "all");
+    same_snapshot = a.begin() == b.begin();
+    CHECK(pg::send("s3", "all", ping{1}) == 51);
+    pg::join("s3", "all", me);
+    new_after_change = pg::get_members("s3", "all").begin() != a.begin() && a.size() == 51;
+    (void)pg::leave("s3", "all", me);
+    for (herd::pid p : ms) herd::send(p, stop{});
+    for (int i = 0; i < 50; ++i) total += herd::receive([](int n) { return n; });
+  });
+  CHECK(same_snapshot);
+  CHECK(new_after_change);
+  CHECK(total == 51);
+}
+
+TEST_CASE("pg: joining a process that has ended adds nothing, a monitoring process that ends drops its monitor") {
+  std::size_t members = 99;
+  bool dropped = false;
+  run_node(opts(2), [&] {
+    herd::pid gone = herd::spawn([] {});
+    auto m = herd::monitor(gone);
+    herd::receive([](const herd::down&) {});
+    pg::join("s4", "g", gone);
+    members = pg::get_members("s4", "g").size();
+    herd::pid me = herd::self();
+    herd::pid watcher = herd::spawn([me] { herd::send(me, pg::monitor("s4", "g").ref); });
+    auto ref = herd::receive([](herd::monitor_ref r) { return r; });
+    auto wm = herd::monitor(watcher);
+    herd::receive([](const herd::down&) {});
+    dropped = !pg::demonitor("s4", ref);  // already gone with its process
+    (void)m, (void)wm;
+  });
+  CHECK(members == 0);
+  CHECK(dropped);
+}
+
+TEST_CASE("pg: from a plain thread join, get_members and send work, a monitor is not_in_process") {
+  std::size_t seen = 0;
+  std::string refused;
+  run_node(opts(2), [&] {
+    herd::pid me = herd::self();
+    std::thread t([&] {
+      pg::join("s5", "g", me);
+      seen = pg::get_members("s5", "g").size();
+      pg::send("s5", "g", ping{7});
+      try {
+        (void)pg::monitor("s5", "g");
+      } catch (const herd::not_in_process& e) {
+        refused = e.call();
+      }
+    });
+    t.join();
+    herd::receive([](ping) {});
+    (void)pg::leave("s5", "g", me);
+  });
+  CHECK(seen == 1);
+  CHECK(refused == "herd::pg::monitor");
+}

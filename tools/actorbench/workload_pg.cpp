@@ -1,0 +1,77 @@
+// actorbench pg_fanout --members M --messages N [--workers W]
+//
+// One process sends N messages to a process group of M members with
+// pg::send (a snapshot of the members, a send to each); every member counts
+// until it has N and reports. delivered_per_s = M*N / wall time from the
+// first send to the last report. The BEAM peer does the same with OTP's pg.
+#include "workloads.hpp"
+
+#include <herd/actors.hpp>
+#include <herd/tables/pg.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace actorbench {
+namespace {
+
+struct tick {
+  uint64_t n;
+};
+struct counted {
+  uint64_t sum;
+};
+
+int pg_usage(const char* why) {
+  std::fprintf(stderr, "actorbench pg_fanout: %s\nusage: actorbench pg_fanout [--members M] [--messages N] [--workers W]\n",
+               why);
+  return 2;
+}
+
+void member(herd::pid report, uint64_t n) {
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < n; ++i) herd::receive([&](tick t) { sum += t.n; });
+  herd::send(report, counted{sum});
+}
+
+}  // namespace
+
+int run_pg_fanout(int argc, char** argv) {
+  uint64_t members = 10000, messages = 100;
+  unsigned workers = 2;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return pg_usage(("no value after " + a).c_str());
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(argv[++i], &end, 10);
+    if (!end || *end || v == 0) return pg_usage(("bad value for " + a).c_str());
+    if (a == "--members") members = v;
+    else if (a == "--messages") messages = v;
+    else if (a == "--workers" && v <= 256) workers = unsigned(v);
+    else return pg_usage(("unknown option " + a).c_str());
+  }
+  herd::node n({.workers = workers, .max_actors = size_t(members) + 1024});
+  herd::exit_reason r = n.run([&] {
+    herd::pid me = herd::self();
+    std::vector<herd::pid> ms;
+    ms.reserve(members);
+    for (uint64_t i = 0; i < members; ++i) ms.push_back(herd::spawn(member, me, messages));
+    herd::pg::join("bench", ms);
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < messages; ++i) herd::pg::send("bench", tick{i});
+    uint64_t check = 0;
+    for (uint64_t i = 0; i < members; ++i) herd::receive([&](counted c) { check += c.sum; });
+    double ms_wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double delivered = double(members) * double(messages);
+    std::printf("RESULT impl=herd workload=pg_fanout members=%llu messages=%llu wall_ms=%.1f delivered_per_s=%.0f "
+                "workers=%u checksum=%llu\n",
+                (unsigned long long)members, (unsigned long long)messages, ms_wall, delivered / ms_wall * 1000.0,
+                workers, (unsigned long long)check);
+  });
+  std::fflush(stdout);
+  return r.is_normal() ? 0 : 1;
+}
+
+}  // namespace actorbench
