@@ -29,13 +29,14 @@ build() {  # dir, extra cmake args... [-- targets...]
 # thread-safety analysis with its warnings as errors. First, cheap stage: a
 # broken lock rule fails the run before the long builds. Every mutex-guarded
 # field is annotated: the runtime, actors (with the code loader and the node),
-# the supervisors, net, and the observer's node-side server and its CLI.
+# the supervisors, net, the tables layer, and the observer's node-side server
+# and its CLI.
 stage "clang thread-safety analysis"
 cmake -S . -B build-tsa -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=None -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=ON \
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta" >/dev/null
 cmake --build build-tsa -j "$jobs" --target herd_runtime herd_actors herd_supervisors herd_net \
-  herd_observer herd-observer
+  herd_tables herd_observer herd-observer
 stage_done "clang thread-safety analysis"
 
 stage "release build"
@@ -63,7 +64,8 @@ stage_done "asan+ubsan tests (small scale)"
 
 stage "tsan build"
 # Only the executables the TSan stage runs (and what they depend on).
-tsan_tests=(runtime_tests actor_tests supervisor_tests net_tests net_load_tests observer_tests module_tests)
+tsan_tests=(runtime_tests actor_tests supervisor_tests net_tests net_load_tests observer_tests module_tests
+            table_tests)
 # Of the stress tests, those that finish in seconds under TSan (the
 # million-process spawns, the storms and the teardown take minutes each; the
 # idle-CPU figure is a speed claim TSan's overhead breaks).
@@ -72,11 +74,11 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF -- "${tsan_tests[@]}" stress_tests
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors, supervisors, net, observer, modules, stress; small scale)"
+stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, stress; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R "^($(IFS="|"; echo "${tsan_tests[*]}")):|^stress_tests:($tsan_stress)"
-stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, stress; small scale)"
+stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, stress; small scale)"
 
 stage "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
 tools/fuzz.sh 45 build-fuzz "$jobs"
