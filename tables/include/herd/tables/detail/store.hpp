@@ -322,19 +322,7 @@ class store {
   // The first key after `after` in the table's order (the first key when
   // `after` is empty); empty at the end.
   std::optional<K> next(const std::optional<K>& after) const {
-    std::size_t i = 0;
-    uint64_t h = 0;
-    if (after) {
-      h = hash_of(*after);
-      i = index_of(h);
-    }
-    for (; i < stripe_count(); ++i) {
-      const stripe& s = stripes_[i];
-      std::shared_lock g(s.lock);
-      auto it = after && index_of(h) == i ? s.map.upper_bound(pos_ref<K>{h, &*after}) : s.map.begin();
-      if (it != s.map.end()) return it->first.k;
-    }
-    return std::nullopt;
+    return from_after(after, [](const map_t&, auto it) { return it->first.k; });
   }
 
   // The last key before `before` (the last key when empty); empty at the
@@ -361,20 +349,10 @@ class store {
   // last key copied, or empty when nothing was left. Callers loop on it.
   std::optional<K> scan(const std::optional<K>& after, std::size_t max, std::vector<object<K, V>>& out) const {
     max = std::max<std::size_t>(max, 1);
-    std::size_t i = 0;
-    uint64_t h = 0;
-    if (after) {
-      h = hash_of(*after);
-      i = index_of(h);
-    }
-    for (; i < stripe_count(); ++i) {
-      const stripe& s = stripes_[i];
-      std::shared_lock g(s.lock);
-      auto it = after && index_of(h) == i ? s.map.upper_bound(pos_ref<K>{h, &*after}) : s.map.begin();
-      if (it == s.map.end()) continue;
+    return from_after(after, [&](const map_t& m, auto it) {
       std::size_t got = 0;
       const K* last = nullptr;
-      for (; it != s.map.end() && got < max; ++it) {
+      for (; it != m.end() && got < max; ++it) {
         if constexpr (Multi) {
           for (const V& v : it->second) out.emplace_back(it->first.k, v);
           got += it->second.size();
@@ -385,8 +363,7 @@ class store {
         last = &it->first.k;
       }
       return *last;
-    }
-    return std::nullopt;
+    });
   }
 
  private:
@@ -400,6 +377,26 @@ class store {
   };
 
   std::size_t index_of(uint64_t h) const noexcept { return bits_ ? std::size_t(h >> (64 - bits_)) : 0; }
+
+  // Finds the first position after `after` (the start when empty) and returns
+  // take(map, iterator) for it, under that stripe's shared lock; empty when
+  // no object is left.
+  template <class F>
+  std::optional<K> from_after(const std::optional<K>& after, F&& take) const {
+    std::size_t i = 0;
+    uint64_t h = 0;
+    if (after) {
+      h = hash_of(*after);
+      i = index_of(h);
+    }
+    for (; i < stripe_count(); ++i) {
+      const stripe& s = stripes_[i];
+      std::shared_lock g(s.lock);
+      auto it = after && index_of(h) == i ? s.map.upper_bound(pos_ref<K>{h, &*after}) : s.map.begin();
+      if (it != s.map.end()) return take(s.map, it);
+    }
+    return std::nullopt;
+  }
   stripe& at(uint64_t h) noexcept { return stripes_[index_of(h)]; }
   const stripe& at(uint64_t h) const noexcept { return stripes_[index_of(h)]; }
 
