@@ -108,11 +108,21 @@ bool drop_watcher(std::vector<watcher>& ws, monitor_ref ref) {
   return true;
 }
 
+// A group with no member and no monitor goes, so that short-lived groups
+// ("room:123") do not pile up; a reader's snapshot outlives it.
+template <class It>
+void prune(scope& s, It it) HERD_REQUIRES(s.m) {
+  if (it->second.list.empty() && it->second.watchers.empty()) s.groups.erase(it);
+}
+
 bool drop_monitor(scope& s, monitor_ref ref) {
   rt::lock_guard g(s.m);
   if (drop_watcher(s.scope_watchers, ref)) return true;
-  for (auto& [name, gr] : s.groups)
-    if (drop_watcher(gr.watchers, ref)) return true;
+  for (auto it = s.groups.begin(); it != s.groups.end(); ++it)
+    if (drop_watcher(it->second.watchers, ref)) {
+      prune(s, it);
+      return true;
+    }
   return false;
 }
 
@@ -137,6 +147,7 @@ void member_ended(pid who, const exit_reason&) noexcept {
       auto it = s->groups.find(name);
       if (it == s->groups.end() || !take_one(it->second, who)) continue;
       notify(*s, it->second, event::leave, name, {who}, out);
+      prune(*s, it);
     }
     deliver(out);
   } catch (...) {
@@ -191,7 +202,10 @@ tables::result<> leave(std::string_view scope_name, std::string_view group_name,
       else
         all = false;
     }
-    if (!gone.empty()) notify(s, it->second, event::leave, group_name, gone, out);
+    if (!gone.empty()) {
+      notify(s, it->second, event::leave, group_name, gone, out);
+      prune(s, it);
+    }
   }
   {
     registry& r = reg();
@@ -218,6 +232,12 @@ members get_members(std::string_view scope_name, std::string_view group_name) {
   group& gr = it->second;
   if (!gr.snapshot) gr.snapshot = std::make_shared<const std::vector<pid>>(gr.list);
   return members(gr.snapshot);
+}
+
+std::size_t detail::group_count(std::string_view scope_name) {
+  scope& s = scope_named(scope_name);
+  rt::lock_guard g(s.m);
+  return s.groups.size();
 }
 
 std::vector<std::string> which_groups(std::string_view scope_name) {

@@ -103,6 +103,12 @@ inline group_monitor monitor(std::string_view group) { return monitor(default_sc
 bool demonitor(std::string_view scope, monitor_ref ref);
 inline bool demonitor(monitor_ref ref) { return demonitor(default_scope, ref); }
 
+namespace detail {
+// Groups the scope holds, members or monitors (an empty group goes): for
+// tests and the observer.
+std::size_t group_count(std::string_view scope);
+}  // namespace detail
+
 // Sends a copy of msg to each member (once per join); how many were sent.
 template <class T>
 std::size_t send(std::string_view scope, std::string_view group, const T& msg) {
