@@ -12,10 +12,13 @@ Passes when:
   - the acceptors are all back (new pids) and a new connection is echoed;
   - once connbench is gone the actor count is back to its baseline, and RSS
     less LazyFree is within 10% of what the same node held after a clean
-    run of the same load (the pools' bound), plus 2 MiB: what mimalloc's
-    segment caches and glibc's arenas happen to keep varies by 0.5-1.5 MB
-    from run to run at this size. A leak of even 1 KB per killed connection
-    (some 2,600 of them) would exceed it.
+    run of the same load (the pools' bound), plus 4 MiB: what mimalloc's
+    segment caches and glibc's arenas happen to keep varies from run to run
+    — 1.1 MB over on an idle machine, 2.7 MB in a CI run where other load
+    tests ran beside it (ctest -j2; 2.5 MB of it one glibc thread arena that
+    malloc_trim could not give back). That bound catches a leak of some
+    4 KB per killed connection (about 1,000 to 2,600 are killed); smaller
+    leaks need a growth-per-cycle check (not yet written).
 Under a sanitizer build (HERD_SANITIZED=1, set by CTest there) the RSS
 figures are printed but not checked: shadow memory and the quarantine make
 them meaningless.
@@ -41,7 +44,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 from herdlib import SANITIZED, note_unchecked_memory, port_of, rss_less_lazyfree_kb  # noqa: E402
 
 
-ALLOCATOR_SLACK_KB = 2048
+ALLOCATOR_SLACK_KB = 4096
 
 
 def fail(msg):
