@@ -112,7 +112,8 @@ TEST_CASE("tables lists every table with its type, protection, owner, heir, size
   CHECK(row["key_type"] == "unsigned long");
   herd::send(owner, obs_msgs::stop_root{});
   CHECK(eventually([&] {
-    for (auto& t : c.ask(req("tables"))["result"]["tables"])
+    json now = c.ask(req("tables"));  // held: a range over a temporary's member outlives it
+    for (auto& t : now["result"]["tables"])
       if (t["name"] == "observer_sessions") return false;
     return true;
   }));
