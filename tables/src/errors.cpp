@@ -12,10 +12,6 @@ const char* to_string(errc e) noexcept {
   return "unknown";
 }
 
-std::string error::message() const {
-  std::string m = to_string(code);
-  if (!detail.empty()) m += ": " + detail;
-  return m;
-}
+std::string error::message() const { return herd::detail::code_and_detail(to_string(code), detail); }
 
 }  // namespace herd::tables

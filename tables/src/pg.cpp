@@ -101,11 +101,13 @@ unsigned watcher_slot() {
   return slot;
 }
 
-bool drop_watcher(std::vector<watcher>& ws, monitor_ref ref) {
+// The monitoring process, or no_pid if ref was not there.
+pid drop_watcher(std::vector<watcher>& ws, monitor_ref ref) {
   auto it = std::find_if(ws.begin(), ws.end(), [&](const watcher& w) { return w.ref == ref; });
-  if (it == ws.end()) return false;
+  if (it == ws.end()) return no_pid;
+  pid to = it->to;
   ws.erase(it);
-  return true;
+  return to;
 }
 
 // A group with no member and no monitor goes, so that short-lived groups
@@ -115,15 +117,15 @@ void prune(scope& s, It it) HERD_REQUIRES(s.m) {
   if (it->second.list.empty() && it->second.watchers.empty()) s.groups.erase(it);
 }
 
-bool drop_monitor(scope& s, monitor_ref ref) {
+pid drop_monitor(scope& s, monitor_ref ref) {
   rt::lock_guard g(s.m);
-  if (drop_watcher(s.scope_watchers, ref)) return true;
+  if (pid to = drop_watcher(s.scope_watchers, ref)) return to;
   for (auto it = s.groups.begin(); it != s.groups.end(); ++it)
-    if (drop_watcher(it->second.watchers, ref)) {
+    if (pid to = drop_watcher(it->second.watchers, ref)) {
       prune(s, it);
-      return true;
+      return to;
     }
-  return false;
+  return no_pid;
 }
 
 void member_ended(pid who, const exit_reason&) noexcept {
@@ -262,10 +264,12 @@ pid watching_process(const char* call, scope& s, monitor_ref ref) {
   return me;
 }
 
-void unindex_monitor(scope& s, monitor_ref ref) {
+// The index entry of one monitor, found by its process (not a scan of all).
+void unindex_monitor(pid to, scope& s, monitor_ref ref) {
   registry& r = reg();
   rt::lock_guard g(r.m);
-  for (auto it = r.watching.begin(); it != r.watching.end(); ++it)
+  auto [b, e] = r.watching.equal_range(to);
+  for (auto it = b; it != e; ++it)
     if (it->second.first == &s && it->second.second == ref) {
       r.watching.erase(it);
       return;
@@ -299,8 +303,9 @@ group_monitor monitor(std::string_view scope_name, std::string_view group_name) 
 
 bool demonitor(std::string_view scope_name, monitor_ref ref) {
   scope& s = scope_named(scope_name);
-  if (!drop_monitor(s, ref)) return false;
-  unindex_monitor(s, ref);
+  pid to = drop_monitor(s, ref);
+  if (!to) return false;
+  unindex_monitor(to, s, ref);
   return true;
 }
 

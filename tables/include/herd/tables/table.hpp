@@ -285,8 +285,6 @@ class table {
   struct state final : tables::detail::table_base {
     state(const table_options& o, unsigned bits)
         : table_base(o.name, static_cast<tables::detail::table_kind>(o.type), o.access, typeid(K), typeid(V)) {
-      read_concurrency = o.read_concurrency;
-      write_concurrency = o.write_concurrency;
       if (o.type == table_type::bag || o.type == table_type::duplicate_bag)
         many.emplace(kind, bits);
       else
@@ -391,22 +389,23 @@ class table {
       v = st.set_value;
     return v;
   }
-  V update_counter(const K& k, counter_step<V> st, std::optional<V> dflt, bool thresholded) {
+  // get(V&) is the counted integer: the value itself, or one of its fields.
+  template <class N, class Get>
+  N count(const K& k, Get get, counter_step<N> st, std::optional<V> dflt, bool thresholded) {
     s()->check_write("update_counter");
     auto r = s_->single("update_counter").modify(k, dflt ? &*dflt : nullptr, [&](V& v) {
-      return v = step_value(v, st, thresholded);
+      N& n = get(v);
+      return n = step_value(n, st, thresholded);
     });
     if (!r) s_->refuse("update_counter", "no object with that key and no default");
     return *r;
   }
+  V update_counter(const K& k, counter_step<V> st, std::optional<V> dflt, bool thresholded) {
+    return count(k, [](V& v) -> V& { return v; }, st, std::move(dflt), thresholded);
+  }
   template <class C, class M>
   M counter_on(const K& k, M C::*field, counter_step<M> st, std::optional<V> dflt, bool thresholded) {
-    s()->check_write("update_counter");
-    auto r = s_->single("update_counter").modify(k, dflt ? &*dflt : nullptr, [&](V& v) {
-      return v.*field = step_value(v.*field, st, thresholded);
-    });
-    if (!r) s_->refuse("update_counter", "no object with that key and no default");
-    return *r;
+    return count(k, [field](V& v) -> M& { return v.*field; }, st, std::move(dflt), thresholded);
   }
 
   std::shared_ptr<state> s_;

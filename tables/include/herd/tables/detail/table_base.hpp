@@ -37,8 +37,6 @@ struct table_base {
   const std::type_info& value_type;
   std::atomic<pid> owner{no_pid};
   std::atomic<bool> deleted{false};
-  bool read_concurrency = false;
-  bool write_concurrency = false;
 
   virtual std::size_t size() const = 0;
   virtual std::size_t memory() const = 0;
