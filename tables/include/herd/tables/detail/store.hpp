@@ -367,7 +367,16 @@ class store {
   }
 
  private:
-  using map_t = absl::btree_map<pos<K>, mapped, pos_less<K>, counting_allocator<std::pair<const pos<K>, mapped>>>;
+  // absl::btree_map fixes 256-byte nodes, which hold only ~7 of a
+  // (hash, u64 key, two-word value) table's 32-byte slots: a lookup walks
+  // four levels of cache misses. 1,024-byte nodes halve the depth and the
+  // per-node overhead (docs/tables.md, "Storage", has the measurement). The
+  // parameter is only reachable through absl's container_internal names,
+  // stable within an Abseil LTS release (Debian 12 ships 20220623).
+  using map_t = absl::container_internal::btree_map_container<absl::container_internal::btree<
+      absl::container_internal::map_params<pos<K>, mapped, pos_less<K>,
+                                           counting_allocator<std::pair<const pos<K>, mapped>>,
+                                           /*TargetNodeSize=*/1024, /*IsMulti=*/false>>>;
   struct alignas(64) stripe {
     mutable std::shared_mutex lock;
     int64_t nodes = 0;  // btree node bytes (counting_allocator)
