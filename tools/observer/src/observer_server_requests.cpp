@@ -90,6 +90,11 @@ void server::answer_requests() {
     const uint64_t t0 = thread_cpu_ns();
     if (answer_one(*c)) c->requests.tokens -= 1;
     c->flush();
+    // Its idle time starts now, not when the request was read: a reply
+    // that took longer than idle_timeout to build (processes over 100,000
+    // actors on a busy machine) would otherwise find its client "idle" at
+    // the very next poll, before it could read a byte, and close it.
+    c->active_ms = steady_ms();
     const uint64_t cost = std::max(thread_cpu_ns() - t0, min_charge_ns);
     c->vtime += cost;
     cpu_.tokens -= double(cost);
