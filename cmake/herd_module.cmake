@@ -5,7 +5,7 @@
 #                                          an executable that loads modules; LIBS: which of
 #                                          herd's libraries modules may call (default: every
 #                                          layer: herd_runtime herd_actors herd_supervisors
-#                                          herd_net; herd::net is accepted for herd_net)
+#                                          herd_net herd_tables; herd::net is accepted for herd_net)
 #
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
@@ -60,7 +60,7 @@ endfunction()
 function(herd_module_host target)
   cmake_parse_arguments(H "" "" "LIBS" ${ARGN})
   if(NOT H_LIBS)
-    set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net)
+    set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net herd_tables)
   endif()
   set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
   foreach(lib ${H_LIBS})
@@ -76,7 +76,11 @@ function(herd_module_host target)
         message(FATAL_ERROR "herd_module_host(${target}): no herd library ${lib} (nor ${imported})")
       endif()
       set(file $<TARGET_FILE:${imported}>)
+      set(lib ${imported})
     endif()
+    # And its usage requirements: herd_tables brings Abseil, which the whole
+    # archive's objects reference.
+    target_link_libraries(${target} PRIVATE ${lib})
     target_link_options(${target} PRIVATE "LINKER:--whole-archive,${file},--no-whole-archive")
     # Relink when the archive changes.
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${file})
@@ -91,7 +95,8 @@ function(herd_generate_module_abi out_dir)
     ${PROJECT_SOURCE_DIR}/runtime/include/*.hpp
     ${PROJECT_SOURCE_DIR}/actors/include/*.hpp
     ${PROJECT_SOURCE_DIR}/supervisors/include/*.hpp
-    ${PROJECT_SOURCE_DIR}/net/include/*.hpp)
+    ${PROJECT_SOURCE_DIR}/net/include/*.hpp
+    ${PROJECT_SOURCE_DIR}/tables/include/*.hpp)
   list(SORT headers)
   set(all "")
   foreach(h ${headers})
