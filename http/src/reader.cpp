@@ -37,17 +37,9 @@ class parser final : public bh::basic_parser<true> {
     body_limit(static_cast<std::uint64_t>(l.max_body));
     eager(false);
   }
-  bool bad_version = false;
-  bool smuggling = false;
-  bool has_body = false;
 
  private:
-  void on_request_impl(bh::verb, sv method, sv target, int version, error_code& ec) override {
-    if (version / 10 != 1) {
-      bad_version = true;
-      ec = bh::error::bad_version;
-      return;
-    }
+  void on_request_impl(bh::verb, sv method, sv target, int version, error_code&) override {
     q_.method.assign(method.data(), method.size());
     q_.target.assign(target.data(), target.size());
     auto t = std_view(target);
@@ -68,12 +60,10 @@ class parser final : public bh::basic_parser<true> {
       te = te || iequals(h.name, "Transfer-Encoding");
     }
     if ((cl && te) || (te && !chunked())) {
-      smuggling = true;
       ec = bh::error::bad_transfer_encoding;
     }
   }
   void on_body_init_impl(boost::optional<std::uint64_t> const& length, error_code&) override {
-    has_body = chunked() || (length && *length > 0);
     if (length) q_.body.reserve(static_cast<std::size_t>(*length));
   }
   std::size_t on_body_impl(sv body, error_code&) override {
@@ -89,6 +79,17 @@ class parser final : public bh::basic_parser<true> {
 
   request& q_;
 };
+
+// Beast refuses any version but 1.0 and 1.1 as bad_version, as it does a
+// request line that is not HTTP at all: a well-formed " HTTP/d.d" on the
+// request line is a version this server does not speak (505).
+bool well_formed_version(std::string_view rest) {
+  auto at = rest.substr(0, rest.find('\n')).find(" HTTP/");
+  if (at == std::string_view::npos || rest.size() < at + 9) return false;
+  std::string_view v = rest.substr(at + 6, 3);
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  return digit(v[0]) && v[1] == '.' && digit(v[2]);
+}
 
 }  // namespace
 
@@ -154,20 +155,21 @@ request_reader::event request_reader::next() {
         s.failed = 431;
       else if (ec == bh::error::body_limit)
         s.failed = 413;
-      else if (s.p->bad_version)
+      else if (ec == bh::error::bad_version && well_formed_version(std::string_view(s.buf).substr(s.pos)))
         s.failed = 505;
       else
         s.failed = 400;
       return event::error;
     }
-    if (s.p->is_done()) {
-      s.done = true;
-      return event::request;
-    }
     if (s.p->is_header_done() && !s.head_seen) {
       s.head_seen = true;
       s.p->eager(true);
+      s.done = s.p->is_done();  // no body: `request` comes next
       return event::head;
+    }
+    if (s.p->is_done()) {
+      s.done = true;
+      return event::request;
     }
     if (s.pos == s.buf.size()) return event::need_more;
   }
@@ -196,7 +198,7 @@ request request_reader::take() {
 
 int request_reader::error_status() const { return p_ ? p_->failed : 0; }
 
-bool request_reader::body_expected() const { return p_ && p_->p && p_->p->has_body && !p_->p->is_done(); }
+bool request_reader::body_expected() const { return p_ && p_->p && p_->p->is_header_done() && !p_->p->is_done(); }
 
 bool request_reader::head_in_progress() const {
   if (!p_ || p_->failed) return false;
