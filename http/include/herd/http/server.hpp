@@ -12,12 +12,14 @@
 // Timers, all from receive's `after`, never a sleep:
 //   head_timeout   a request head not complete this long after its first
 //                  byte was seen: 408 and close (a slow-loris client).
-//   body_timeout   a body that stops arriving this long: 408 and close.
+//   body_timeout   a body not complete this long after its head: 408 and close.
 //   idle_timeout   a keep-alive connection that starts no request this long:
 //                  closed without a word (RFC 9112 9.5).
 //   idle_hibernate an idle connection gives its stack back after this long;
 //                  what it keeps is the socket handle, the router pointer and
-//                  the options (the reader frees its buffers when idle).
+//                  the options (the reader and the output free their buffers).
+// A busy connection sets no timer: the deadlines are receive's `after`. Only
+// a hibernating one starts one (send_after), for the rest of its idle time.
 // Draining (listener_draining): an idle connection closes at once; one in
 // the middle of a request answers it with "Connection: close", then closes.
 //
@@ -79,8 +81,9 @@ struct connection {
   std::chrono::steady_clock::time_point deadline{};  // head or body timer, when one runs
   bool timing = false;
   bool draining = false;
-  uint64_t idle_gen = 0;
-  herd::timer_ref idle_timer{};
+  std::chrono::steady_clock::time_point idle_since{};  // when the reader last became idle
+  uint64_t idle_gen = 0;       // a new one per idle period (see http_idle_expired)
+  herd::timer_ref idle_timer{};  // set only while hibernated
   std::string out;  // answers to the current read, sent together
 };
 
@@ -161,9 +164,10 @@ step on_request(connection<T>& c) {
 
 template <class T>
 step on_bytes(connection<T>& c, std::string_view bytes) {
-  if (c.rd.idle()) {  // a new request starts: the idle timer is over
+  if (c.rd.idle()) {  // a new request starts: the idle period is over
     ++c.idle_gen;
-    herd::cancel_timer(c.idle_timer);
+    if (c.idle_timer) herd::cancel_timer(c.idle_timer);
+    c.idle_timer = {};
   }
   c.rd.feed(bytes);
   for (;;) {
@@ -174,13 +178,14 @@ step on_bytes(connection<T>& c, std::string_view bytes) {
         if (c.draining && c.rd.idle()) return step::close;
         if (c.rd.idle()) {
           c.timing = false;
+          c.idle_since = std::chrono::steady_clock::now();
         } else if (!c.timing) {  // the head (or body) timer starts with its first byte seen
           c.timing = true;
           c.deadline = std::chrono::steady_clock::now() + c.o.head_timeout;
         }
         return step::more;
       case request_reader::event::head:
-        c.timing = true;  // the body's own timer, renewed by each read
+        c.timing = true;  // the body's own timer
         c.deadline = std::chrono::steady_clock::now() + c.o.body_timeout;
         s = on_head(c);
         break;
@@ -195,9 +200,17 @@ step on_bytes(connection<T>& c, std::string_view bytes) {
   }
 }
 
+// What is left of the idle keep-alive time (herd::infinity: no limit).
+template <class T>
+std::chrono::milliseconds idle_left(const connection<T>& c) {
+  if (c.o.idle_timeout == herd::infinity) return herd::infinity;
+  auto used = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - c.idle_since);
+  return std::max(c.o.idle_timeout - used, std::chrono::milliseconds(0));
+}
+
 template <class T>
 std::chrono::milliseconds wait_for(const connection<T>& c) {
-  if (!c.timing) return c.o.idle_hibernate;
+  if (!c.timing) return std::min(c.o.idle_hibernate, idle_left(c));
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - std::chrono::steady_clock::now());
   return std::max(left, std::chrono::milliseconds(0));
 }
@@ -208,8 +221,6 @@ step next_message(connection<T>& c) {
       [&](herd::net::tcp_data& d) {
         step s = on_bytes(c, d.data.view());
         if (s != step::more) return s;
-        if (c.rd.idle() && c.o.idle_timeout != herd::infinity)
-          c.idle_timer = herd::send_after(c.o.idle_timeout, herd::self(), http_idle_expired{c.idle_gen});
         return c.t.set_active(herd::net::active::once()) ? step::more : step::close;
       },
       [](const herd::net::tcp_closed&) { return step::close; },
@@ -221,14 +232,13 @@ step next_message(connection<T>& c) {
       [&](const http_idle_expired& e) { return e.gen == c.idle_gen && c.rd.idle() ? step::close : step::more; },
       [](const herd::any_message&) { return step::more; },  // nothing else is for this loop
       herd::after(wait_for(c), [&] {
-        if (!c.timing) return step::idle;
-        return refuse(c, 408, c.rd.current().version_minor);
+        if (c.timing) return refuse(c, 408, c.rd.current().version_minor);
+        return idle_left(c) == std::chrono::milliseconds(0) ? step::close : step::idle;
       }));
 }
 
 template <class T>
-void run(connection<T> c, bool woken) {
-  (void)woken;
+void run(connection<T> c) {
   for (;;) {
     switch (next_message(c)) {
       case step::more:
@@ -238,7 +248,12 @@ void run(connection<T> c, bool woken) {
         return;
       case step::idle:
         c.rd.shrink();
-        herd::hibernate([c = std::move(c)]() mutable { run(std::move(c), true); });
+        std::string().swap(c.out);
+        if (c.idle_timer) herd::cancel_timer(c.idle_timer);
+        c.idle_timer = {};
+        if (auto left = idle_left(c); left != herd::infinity)
+          c.idle_timer = herd::send_after(left, herd::self(), http_idle_expired{c.idle_gen});
+        herd::hibernate([c = std::move(c)]() mutable { run(std::move(c)); });
     }
   }
 }
@@ -249,9 +264,8 @@ template <herd::net::transport T>
 void serve_connection(T t, std::shared_ptr<const basic_router<T>> r, server_options o) {
   if (!t.set_active(herd::net::active::once())) return;
   detail::connection<T> c{std::move(t), std::move(r), o, request_reader(o.limit)};
-  if (o.idle_timeout != herd::infinity)
-    c.idle_timer = herd::send_after(o.idle_timeout, herd::self(), detail::http_idle_expired{0});
-  detail::run(std::move(c), false);
+  c.idle_since = std::chrono::steady_clock::now();
+  detail::run(std::move(c));
 }
 
 }  // namespace herd::http
