@@ -36,13 +36,13 @@ herd::http::router test_routes() {
 
 // Runs `client(port)` against a listener serving test_routes with `o`.
 void with_server(herd::http::server_options o, const std::function<void(uint16_t)>& client,
-                 const std::function<void()>& while_running = {}) {
+                 herd::net::socket_options so = {}) {
   herd::test::run_node(net_test::node_opts(2), [&] {
-    auto l = herd::net::start_listener("http_test", {.bind = "127.0.0.1"}, herd::http::serve(test_routes(), o));
+    auto l = herd::net::start_listener("http_test", {.bind = "127.0.0.1", .socket = so},
+                                       herd::http::serve(test_routes(), o));
     REQUIRE(l);
     uint16_t port = l->port;
     herd::blocking([&] { client(port); });
-    if (while_running) while_running();
     REQUIRE(herd::net::stop_listener("http_test"));
   });
 }
@@ -162,6 +162,33 @@ TEST_CASE("http: limits answer 431 and 413, malformed input 400, each closing th
   for (auto& s : got) CHECK(s.closed);
 }
 
+TEST_CASE("http: a 413 reaches a client that sent its whole body before reading", "[http][server]") {
+  std::optional<http_test::reply> r;
+  bool closed = false;
+  herd::http::server_options o;
+  o.limit.max_body = 64;
+  bool sent = false;
+  with_server(
+      o,
+      [&](uint16_t port) {
+        peer p(port);
+        int small = 4096;
+        setsockopt(p.c.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+        // More than the server's small receive buffer holds: the server
+        // answers while the body is still coming, and must read and drop the
+        // rest — closing on unread input resets the connection, which fails
+        // this send and can destroy the 413 before it is read.
+        sent = p.send("POST /echo HTTP/1.1\r\nContent-Length: 600000\r\n\r\n" + std::string(600000, 'x'));
+        r = p.read();
+        closed = p.closed();
+      },
+      {.rcvbuf = 16384});
+  CHECK(sent);
+  REQUIRE(r);
+  CHECK(r->status == 413);
+  CHECK(closed);
+}
+
 TEST_CASE("http: a head not complete within head_timeout gets 408 and the connection closes", "[http][server]") {
   std::optional<http_test::reply> r;
   bool closed = false;
@@ -239,7 +266,7 @@ TEST_CASE("http: idle keep-alive connections hibernate, still answer, and close 
   bool closed = false;
   herd::http::server_options o;
   o.idle_hibernate = 1ms;
-  o.idle_timeout = 300ms;
+  o.idle_timeout = 1500ms;
   with_server(o, [&](uint16_t port) {
     peer p(port);
     for (int i = 0; i < 3; ++i) {

@@ -39,6 +39,8 @@
 #include <herd/net/tcp.hpp>
 #include <herd/net/transport.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -94,15 +96,14 @@ class basic_router {
   // Any thread (the router is read only once serving).
   match find(std::string_view method, std::string_view path) const {
     match m;
+    std::vector<std::string_view> allowed;  // the methods of the routes whose path matched
     for (const auto& r : routes_) {
       bindings b;
       if (!match_pattern(r.pattern, path, &b)) continue;
       bool same = r.method == method || (method == "HEAD" && r.method == "GET" && !r.take);
       if (!same) {
-        if (m.allow.find(r.method) == std::string::npos) {
-          if (!m.allow.empty()) m.allow += ", ";
-          m.allow += r.method;
-        }
+        allowed.push_back(r.method);
+        if (r.method == "GET" && !r.take) allowed.push_back("HEAD");
         continue;
       }
       m.bound = std::move(b);
@@ -115,10 +116,14 @@ class basic_router {
       }
       return m;
     }
-    if (!m.allow.empty()) {
-      m.what = match::kind::method_not_allowed;
-      if (m.allow.find("GET") != std::string::npos && m.allow.find("HEAD") == std::string::npos) m.allow += ", HEAD";
+    for (std::size_t i = 0; i < allowed.size(); ++i) {
+      if (std::find(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(i), allowed[i]) !=
+          allowed.begin() + static_cast<std::ptrdiff_t>(i))
+        continue;  // listed already
+      if (!m.allow.empty()) m.allow += ", ";
+      m.allow += allowed[i];
     }
+    if (!m.allow.empty()) m.what = match::kind::method_not_allowed;
     return m;
   }
 

@@ -99,6 +99,29 @@ bool flush(connection<T>& c) {
   return ok;
 }
 
+// Closing a socket that still has unread input sends a reset, and a reset
+// can reach the client before it read the answer (it loses the 413 for the
+// body it is still sending). So: half-close, then read and drop what comes
+// until the peer closes, for at most a second and 1 MiB (nginx's
+// lingering_close).
+template <class T>
+void linger(connection<T>& c) {
+  if (!c.t.shutdown_write() || !c.t.set_active(herd::net::active::once())) return;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::size_t dropped = 0;
+  for (bool more = true; more && dropped < (1u << 20);) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    more = herd::receive(
+        [&](herd::net::tcp_data& d) {
+          dropped += d.data.size();
+          return bool(c.t.set_active(herd::net::active::once()));
+        },
+        [](const herd::net::tcp_closed&) { return false; }, [](const herd::net::tcp_error&) { return false; },
+        herd::after(left, [] { return false; }));
+  }
+}
+
 // The final answer that ends the connection: 400/408/413/431/505, or an
 // answer given before a body that will not be read.
 template <class T>
@@ -106,7 +129,7 @@ step refuse(connection<T>& c, int status, int minor, std::string allow = {}) {
   response resp = response::text(status, std::string(reason_phrase(status)) + "\n");
   if (!allow.empty()) resp.set("Allow", std::move(allow));
   write_response(c.out, resp, {.version_minor = minor, .keep_alive = false});
-  flush(c);
+  if (flush(c)) linger(c);
   return step::close;
 }
 
