@@ -81,14 +81,16 @@ class parser final : public bh::basic_parser<true> {
 };
 
 // Beast refuses any version but 1.0 and 1.1 as bad_version, as it does a
-// request line that is not HTTP at all: a well-formed " HTTP/d.d" on the
-// request line is a version this server does not speak (505).
+// request line that is not HTTP at all: a well-formed "HTTP/d.d" where the
+// request line's version stands is a version this server does not speak (505).
 bool well_formed_version(std::string_view rest) {
-  auto at = rest.substr(0, rest.find('\n')).find(" HTTP/");
-  if (at == std::string_view::npos || rest.size() < at + 9) return false;
-  std::string_view v = rest.substr(at + 6, 3);
+  // method SP target SP version: the 8 bytes Beast judged
+  auto sp1 = rest.find(' ');
+  auto sp2 = sp1 == std::string_view::npos ? sp1 : rest.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || rest.size() < sp2 + 9) return false;
+  std::string_view v = rest.substr(sp2 + 1, 8);
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  return digit(v[0]) && v[1] == '.' && digit(v[2]);
+  return v.substr(0, 5) == "HTTP/" && digit(v[5]) && v[6] == '.' && digit(v[7]);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // on arbitrary bytes. The first two bytes choose where the rest is cut into
 // reads; the same bytes are also fed whole. Checks what the connection loop
 // relies on: both feedings give the same requests and the same error (the
-// answer must not depend on TCP's segmenting); an error is one of the
+// answer must not depend on TCP's segmenting; one may still be waiting for
+// the end of a head the other refused); an error is one of the
 // statuses the loop knows; no body passes max_body; every request's path
 // is its target up to '?'; the router and the response writer take any
 // parsed request.
@@ -23,6 +24,7 @@ const herd::http::limits lim{.max_head = 512, .max_body = 1024};
 struct run {
   std::vector<herd::http::request> got;
   int error = 0;
+  bool idle = false;
 };
 
 void check(const herd::http::request& q) {
@@ -73,7 +75,8 @@ run feed(std::string_view bytes, std::size_t a, std::size_t b) {
     drain(r, out);
     at = c;
   }
-  if (!out.error && r.idle()) r.shrink();
+  out.idle = r.idle();
+  if (!out.error && out.idle) r.shrink();
   return out;
 }
 
@@ -84,7 +87,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
   run whole = feed(bytes, bytes.size(), bytes.size());
   run split = feed(bytes, data[0], std::size_t(data[0]) + data[1]);
-  if (whole.error != split.error || whole.got.size() != split.got.size()) std::abort();
+  // Beast may notice a malformed head only once the head is whole, so
+  // one feeding can still wait on an unfinished head that the other
+  // already refused: then the requests before it must agree.
+  // And a head both malformed and over max_head may be either 400 or 431,
+  // depending on whether Beast met the bad line before the limit.
+  if (whole.error != split.error) {
+    const run& waiting = whole.error ? split : whole;
+    bool both_said = whole.error + split.error == 400 + 431 && whole.error != 0 && split.error != 0;
+    if (!both_said && (waiting.error || waiting.idle)) std::abort();
+  }
+  if (whole.got.size() != split.got.size()) std::abort();
   for (std::size_t i = 0; i < whole.got.size(); ++i) {
     const auto &x = whole.got[i], &y = split.got[i];
     if (x.method != y.method || x.target != y.target || x.body != y.body || x.headers.size() != y.headers.size())
