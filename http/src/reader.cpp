@@ -99,6 +99,7 @@ struct request_reader::impl {
   limits lim;
   std::string buf;       // fed, not yet parsed: buf[pos..]
   std::size_t pos = 0;
+  std::size_t used = 0;   // bytes the current request's parser has taken (its head, at `head`)
   request cur;
   std::optional<parser> p;
   bool head_seen = false;  // `head` was reported for cur
@@ -135,10 +136,12 @@ request_reader::event request_reader::next() {
       s.cur = request{};
       s.p.emplace(s.cur, s.lim);
       s.head_seen = false;
+      s.used = 0;
     }
     error_code ec;
     std::size_t used = s.p->put(boost::asio::const_buffer(s.buf.data() + s.pos, s.buf.size() - s.pos), ec);
     s.pos += used;
+    s.used += used;
     if (ec == bh::error::need_more) {
       // Beast wants the head whole: past the limit it would never fit.
       if (!s.p->is_header_done() && s.buf.size() - s.pos > s.lim.max_head) {
@@ -164,6 +167,12 @@ request_reader::event request_reader::next() {
       return event::error;
     }
     if (s.p->is_header_done() && !s.head_seen) {
+      // Beast's header_limit is approximate (it depends on where the reads
+      // were cut); the limit is applied here exactly, to the head's bytes.
+      if (s.used > s.lim.max_head) {
+        s.failed = 431;
+        return event::error;
+      }
       s.head_seen = true;
       s.p->eager(true);
       s.done = s.p->is_done();  // no body: `request` comes next

@@ -115,6 +115,15 @@ TEST_CASE("reader: limits and malformed input give the right status", "[http][re
     std::string bytes = "GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n";
     CHECK(every_split(bytes, small).error == 431);
   }
+  SECTION("the head limit is exact, wherever the reads are cut (found by the fuzzer)") {
+    auto head_of = [](std::size_t total) {
+      return "GET / HTTP/1.1\r\nX: " + std::string(total - 23, 'a') + "\r\n\r\n";
+    };
+    REQUIRE(head_of(256).size() == 256);
+    CHECK(every_split(head_of(256), small).requests.size() == 1);
+    CHECK(every_split(head_of(257), small).error == 431);
+    CHECK(every_split(head_of(262), small).error == 431);
+  }
   SECTION("a head over the limit that never ends: 431 without waiting for its end") {
     std::string bytes = "GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a');
     CHECK(feed_in_pieces(bytes, {}, small).error == 431);
