@@ -81,16 +81,18 @@ class parser final : public bh::basic_parser<true> {
 };
 
 // Beast refuses any version but 1.0 and 1.1 as bad_version, as it does a
-// request line that is not HTTP at all: a well-formed "HTTP/d.d" where the
-// request line's version stands is a version this server does not speak (505).
-bool well_formed_version(std::string_view rest) {
+// request line that is not HTTP at all, or "HTTP/1.1" followed by junk: a
+// well-formed "HTTP/d.d" other than 1.0 and 1.1 where the request line's
+// version stands is a version this server does not speak (505).
+bool other_version(std::string_view rest) {
   // method SP target SP version: the 8 bytes Beast judged
   auto sp1 = rest.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : rest.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos || rest.size() < sp2 + 9) return false;
   std::string_view v = rest.substr(sp2 + 1, 8);
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  return v.substr(0, 5) == "HTTP/" && digit(v[5]) && v[6] == '.' && digit(v[7]);
+  bool well_formed = v.substr(0, 5) == "HTTP/" && digit(v[5]) && v[6] == '.' && digit(v[7]);
+  return well_formed && v.substr(5) != "1.0" && v.substr(5) != "1.1";  // 1.0/1.1 refused: what follows is bad
 }
 
 }  // namespace
@@ -160,7 +162,7 @@ request_reader::event request_reader::next() {
         s.failed = 431;
       else if (ec == bh::error::body_limit)
         s.failed = 413;
-      else if (ec == bh::error::bad_version && well_formed_version(std::string_view(s.buf).substr(s.pos)))
+      else if (ec == bh::error::bad_version && other_version(std::string_view(s.buf).substr(s.pos)))
         s.failed = 505;
       else
         s.failed = 400;

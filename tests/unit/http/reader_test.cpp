@@ -150,6 +150,7 @@ TEST_CASE("reader: limits and malformed input give the right status", "[http][re
   SECTION("HTTP/2.0 on the request line: 505") { CHECK(every_split("GET / HTTP/2.0\r\n\r\n").error == 505); }
   SECTION("a request line with a space in its target is malformed, not a version: 400 (found by the fuzzer)") {
     CHECK(every_split("POST /a/b: cET /c HTTP/1.1\r\nH\r\n6: h\r\n\r\n").error == 400);
+    CHECK(every_split("GET / HTTP/1.1M\r\n\r\n").error == 400);
   }
   SECTION("requests before the bad one still come out") {
     outcome o = every_split("GET /ok HTTP/1.1\r\n\r\nBAD\r\n\r\n");
