@@ -206,6 +206,22 @@ TEST_CASE("http: a head not complete within head_timeout gets 408 and the connec
   CHECK(closed);
 }
 
+TEST_CASE("http: a body not complete within body_timeout gets 408 and the connection closes", "[http][server]") {
+  std::optional<http_test::reply> r;
+  bool closed = false;
+  herd::http::server_options o;
+  o.body_timeout = 200ms;
+  with_server(o, [&](uint16_t port) {
+    peer p(port);
+    p.send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\n123");  // 7 bytes never come
+    r = p.read(10000);
+    closed = p.closed();
+  });
+  REQUIRE(r);
+  CHECK(r->status == 408);
+  CHECK(closed);
+}
+
 TEST_CASE("http: HTTP/1.0 closes after the answer unless it asks for keep-alive", "[http][server]") {
   std::optional<http_test::reply> plain, kept, second;
   bool plain_closed = false;
