@@ -15,7 +15,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz
+cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
 run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
@@ -73,5 +73,18 @@ for s in $'--port\x000' $'--port\x005555\x00--workers\x002\x00--max-connections\
   printf '%s' "$s" > "$corpus/seed$((i++))"
 done
 run server_options_fuzz "$corpus"
+
+corpus="$dir/http_fuzz_corpus"
+mkdir -p "$corpus"
+i=0
+# Two cut bytes, then requests: pipelined, chunked with extensions and trailers, 100-continue, bad framing.
+for s in $'\x05\x10GET /a/1?q=2 HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.0\r\n\r\n' \
+         $'\x20\x03POST /a/1/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n' \
+         $'\x01\x01POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody' \
+         $'\x02\x02POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n' \
+         $'\x09\x09GET / HTTP/2.0\r\n\r\n'; do
+  printf '%s' "$s" > "$corpus/seed$((i++))"
+done
+run http_parser_fuzz "$corpus"
 collect
 exit $failed

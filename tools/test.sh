@@ -65,7 +65,7 @@ stage_done "asan+ubsan tests (small scale)"
 stage "tsan build"
 # Only the executables the TSan stage runs (and what they depend on).
 tsan_tests=(runtime_tests actor_tests supervisor_tests net_tests net_load_tests observer_tests module_tests
-            table_tests)
+            table_tests http_tests)
 # Of the stress tests, those that finish in seconds under TSan (the
 # million-process spawns, the storms and the teardown take minutes each; the
 # idle-CPU figure is a speed claim TSan's overhead breaks).
@@ -74,12 +74,12 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF -- "${tsan_tests[@]}" stress_tests
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, stress; small scale)"
+stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, stress; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R "^($(IFS="|"; echo "${tsan_tests[*]}")):|^stress_tests:($tsan_stress)"
-stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, stress; small scale)"
+stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, stress; small scale)"
 
-stage "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
+stage "fuzzers: observer requests, chat lines, server options, HTTP requests (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
 tools/fuzz.sh 45 build-fuzz "$jobs"
-stage_done "fuzzers: observer requests, chat lines, server options (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
+stage_done "fuzzers: observer requests, chat lines, server options, HTTP requests (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"

@@ -1,0 +1,3 @@
+module herd/httpbench/peer
+
+go 1.19
