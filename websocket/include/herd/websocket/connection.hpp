@@ -30,9 +30,11 @@
 // - listener_draining: close with 1001;
 // - idle for idle_hibernate with nothing queued: the process hibernates
 //   (its stack goes back to the pool; the session's buffers are freed).
-// - after a close frame either way, TCP is half-closed once the queue is
-//   written and the peer's EOF is awaited (up to close_timeout), so a close
-//   frame is never lost to a reset of unread bytes.
+// - once the close handshake is complete (both close frames) the server
+//   closes TCP; after our close alone (a protocol error, a timeout, drain)
+//   TCP is half-closed once the queue is written and the peer's close or
+//   EOF is awaited (up to close_timeout), so our close frame is not lost to
+//   a reset caused by the peer's unread bytes.
 #pragma once
 #include <herd/actors/receive.hpp>
 #include <herd/http/request.hpp>

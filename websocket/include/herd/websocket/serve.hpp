@@ -100,6 +100,12 @@ void settle(conn<T>& c) {
 template <class T>
 bool finished(const conn<T>& c) {
   if (c.failed) return true;
+  // The close handshake is complete and our close is written: a server
+  // closes TCP first (RFC 6455 7.1.1). After a protocol error (we closed,
+  // the peer's close has not come), the loop instead waits for the peer's
+  // EOF up to close_timeout: closing with its unread bytes in our buffer
+  // would reset the connection and could destroy our close frame in flight.
+  if (c.s.status() == session::state::closed && c.s.received_code() != 0 && c.s.pending().empty()) return true;
   if (c.eof) return c.s.pending().empty() || c.s.open();  // nothing more can be read; writes would fail soon
   return false;
 }
