@@ -35,5 +35,7 @@ std::string error::message() const {
 // The connection loop for the one transport there is today.
 template herd::result<herd::ok, error> serve<net::tcp_socket>(net::tcp_socket, const http::request&, std::string_view,
                                                               std::unique_ptr<handler>, options);
+template herd::result<herd::ok, error> serve<net::tcp_socket>(net::tcp_socket, const http::request&, std::string_view,
+                                                              std::unique_ptr<handler>, std::shared_ptr<const options>);
 
 }  // namespace herd::ws

@@ -64,12 +64,13 @@ void echo_handler::terminate(const herd::ws::ending& how) {
 }
 
 uint16_t start_echo_server(const std::string& name, const herd::ws::options& o, herd::pid observer) {
+  auto shared = std::make_shared<const herd::ws::options>(o);
   auto l = herd::net::start_listener(name, {.bind = "127.0.0.1", .max_connections = herd::net::infinity_connections},
-                                     [o, observer](herd::net::tcp_socket s) {
+                                     [shared, observer](herd::net::tcp_socket s) {
     std::string rest;
     auto req = read_upgrade_head(s, rest);
     if (!req) return;
-    (void)herd::ws::serve(std::move(s), *req, rest, std::make_unique<echo_handler>(observer), o);
+    (void)herd::ws::serve(std::move(s), *req, rest, std::make_unique<echo_handler>(observer), shared);
   });
   return l ? l->port : 0;
 }

@@ -42,7 +42,8 @@ struct conn {
   T sock;
   std::unique_ptr<handler> h;
   session s;
-  options o;
+  std::shared_ptr<const options> opts;  // shared by a listener's connections: not copied into each
+  const options& o() const noexcept { return *opts; }
   clock::time_point last_in{};
   clock::time_point close_deadline{};
   herd::timer_ref ping_timer{};
@@ -62,7 +63,7 @@ bool write_some(conn<T>& c) {
       if (*r == 0) return true;
       c.s.written(*r);
     } else {
-      if (!c.sock.send(c.s.pending(), c.o.close_timeout)) return false;
+      if (!c.sock.send(c.s.pending(), c.o().close_timeout)) return false;
       c.s.written(c.s.pending().size());
     }
   }
@@ -85,12 +86,12 @@ void settle(conn<T>& c) {
     c.failed = true;
     return;
   }
-  if (c.s.queued_frames() > c.o.max_queued_frames || c.s.queued_bytes() > c.o.max_queued_bytes) {
+  if (c.s.queued_frames() > c.o().max_queued_frames || c.s.queued_bytes() > c.o().max_queued_bytes) {
     count_slow_consumer();
     c.slow = c.failed = true;
     return;
   }
-  if (!c.s.open() && c.close_deadline == clock::time_point{}) c.close_deadline = clock::now() + c.o.close_timeout;
+  if (!c.s.open() && c.close_deadline == clock::time_point{}) c.close_deadline = clock::now() + c.o().close_timeout;
   if (!c.s.open() && c.s.pending().empty() && !c.write_shut) {
     (void)c.sock.shutdown_write();
     c.write_shut = true;
@@ -129,13 +130,13 @@ void end(conn<T>& c) {
 template <class T>
 void on_tick(conn<T>& c) {
   if (!c.s.open()) return;
-  if (clock::now() - c.last_in >= 2 * c.o.ping_interval) {
+  if (clock::now() - c.last_in >= 2 * c.o().ping_interval) {
     count_timeout();
-    c.s.close(c.o.timeout_code, "timeout");
+    c.s.close(c.o().timeout_code, "timeout");
     return;
   }
   c.s.ping();
-  c.ping_timer = herd::send_after(c.o.ping_interval, herd::self(), ping_tick{});
+  c.ping_timer = herd::send_after(c.o().ping_interval, herd::self(), ping_tick{});
 }
 
 enum class step : uint8_t { more, timeout };
@@ -144,7 +145,7 @@ template <class T>
 void run(std::unique_ptr<conn<T>> c) {
   for (;;) {
     if (finished(*c)) return end(*c);
-    std::chrono::milliseconds wait = c->o.idle_hibernate;
+    std::chrono::milliseconds wait = c->o().idle_hibernate;
     if (!c->s.pending().empty()) {
       wait = c->retry;
     } else if (!c->s.open()) {
@@ -196,9 +197,12 @@ void run(std::unique_ptr<conn<T>> c) {
 
 }  // namespace detail
 
+// `opts` may be shared by every connection of a listener (an idle
+// connection then does not carry its own copy).
 template <net::transport T>
 herd::result<herd::ok, error> serve(T sock, const http::request& req, std::string_view rest,
-                                    std::unique_ptr<handler> h, options o = {}) {
+                                    std::unique_ptr<handler> h, std::shared_ptr<const options> opts) {
+  const options& o = *opts;
   auto hs = accept_upgrade(req, o.handshake);
   if (!hs.accepted) {
     (void)sock.send(hs.response, o.close_timeout);
@@ -208,7 +212,7 @@ herd::result<herd::ok, error> serve(T sock, const http::request& req, std::strin
   if (auto r = sock.send(hs.response, o.close_timeout); !r) return error{error::errc::io, 0, r.error().message()};
   detail::count_opened();
   auto c = std::make_unique<detail::conn<T>>(
-      detail::conn<T>{std::move(sock), std::move(h), session(o.parser, hs.protocol), o});
+      detail::conn<T>{std::move(sock), std::move(h), session(o.parser, hs.protocol), opts});
   c->last_in = detail::clock::now();
   c->h->init(c->s, req);
   c->s.feed(rest);
@@ -219,6 +223,12 @@ herd::result<herd::ok, error> serve(T sock, const http::request& req, std::strin
   detail::settle(*c);
   detail::run(std::move(c));
   return herd::ok{};
+}
+
+template <net::transport T>
+herd::result<herd::ok, error> serve(T sock, const http::request& req, std::string_view rest,
+                                    std::unique_ptr<handler> h, options o = {}) {
+  return serve(std::move(sock), req, rest, std::move(h), std::make_shared<const options>(std::move(o)));
 }
 
 }  // namespace herd::ws
