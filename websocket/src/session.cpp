@@ -43,6 +43,15 @@ void session::written(std::size_t n) noexcept {
   }
 }
 
+void session::drop_unstarted() noexcept {
+  if (ends_head_ == ends_.size()) return;
+  std::size_t frame_start = ends_head_ == 0 ? 0 : ends_[ends_head_ - 1];
+  std::size_t keep = out_head_ > frame_start ? ends_[ends_head_] : out_head_;
+  out_.resize(keep);
+  ends_.resize(out_head_ > frame_start ? ends_head_ + 1 : ends_head_);
+  if (out_head_ == out_.size()) written(0);
+}
+
 void session::shrink() noexcept {
   parser_.shrink();
   if (out_.empty()) std::string().swap(out_);

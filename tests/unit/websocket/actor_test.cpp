@@ -53,28 +53,48 @@ TEST_CASE("ws another process pushes to a connection by its pid, between the cli
   CHECK(got == std::vector<std::string>{"push 1", "echo", "push 2"});
 }
 
-TEST_CASE("ws a client that stops reading is closed as a slow consumer (1008, counted) and the pusher never blocks", "[ws][actor][slow]") {
+TEST_CASE("ws a client that stops reading is closed as a slow consumer with 1008 after what it had started, counted", "[ws][actor][slow]") {
   std::optional<herd::ws::ending> how;
   uint64_t before = herd::ws::counters().slow_consumers, after = 0;
+  uint16_t code = 0;
+  bool flagged = false;
   auto o = herd::ws::options{};
   o.max_queued_frames = 100;
   o.max_queued_bytes = 64 * 1024;
+  o.close_timeout = 30s;  // the client drains its backlog before reading the close
   with_server(o, [&](uint16_t port) {
-    ws_client c;  // never reads
+    ws_client c;  // does not read until the server gave up on it
     if (!herd::blocking([&] { return c.upgraded(port); })) return;
     herd::pid conn = opened_conn();
     REQUIRE(conn.valid());
     std::string big(16 * 1024, 'x');
     // The kernel's buffers take some megabytes first; the bound is generous.
-    for (int i = 0; i < 20000 && herd::introspect::process_info(conn); ++i) {
+    for (int i = 0; i < 20000 && herd::ws::counters().slow_consumers == before; ++i) {
       herd::send(conn, big);
       if (i % 64 == 0) herd::yield();
     }
+    flagged = herd::test::eventually([&] { return herd::ws::counters().slow_consumers == before + 1; });
+    herd::send(conn, std::string("after the limit"));  // dropped: the connection is closing
+    herd::blocking([&] {
+      while (auto f = c.read()) {
+        if (f->op == opcode::text && f->payload != big) break;  // nothing else may come
+        if (f->op == opcode::close) {
+          code = f->close_code();
+          break;
+        }
+      }
+      std::string answer;
+      herd::ws::write_close(answer, 1008, {}, 0x01020304);
+      c.send_raw(answer);
+    });
     how = ended();
     after = herd::ws::counters().slow_consumers;
   });
+  CHECK(flagged);
+  CHECK(code == 1008);
   REQUIRE(how);
   CHECK(how->slow_consumer);
+  CHECK(how->sent == 1008);
   CHECK(after == before + 1);
 }
 

@@ -321,3 +321,26 @@ TEST_CASE("an idle parser and session hold no buffer after shrink", "[ws][core][
   CHECK(s.buffered() == 0);
   CHECK(sizeof(session) <= 256);
 }
+
+TEST_CASE("session: a slow consumer's unstarted frames are dropped, the frame in progress is kept whole", "[ws][core][session]") {
+  session s;
+  s.text("aaaa");
+  s.text("bbbb");
+  s.text("cccc");
+  s.written(3);  // inside the first frame (6 bytes)
+  s.drop_unstarted();
+  CHECK(s.queued_frames() == 1);
+  CHECK(s.pending() == "aaa");
+  s.close(1008);
+  CHECK(s.queued_frames() == 2);
+  s.written(s.pending().size());
+  CHECK(s.queued_bytes() == 0);
+
+  session t;
+  t.text("x");
+  t.text("y");
+  t.written(3);  // exactly the first frame
+  t.drop_unstarted();
+  CHECK(t.queued_frames() == 0);
+  CHECK(t.pending().empty());
+}

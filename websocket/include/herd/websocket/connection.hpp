@@ -23,8 +23,9 @@
 //   non-blocking try_send; what the socket refuses stays queued and is
 //   retried (1 ms doubling to 64 ms) while the process keeps receiving. More
 //   than max_queued_frames or max_queued_bytes not yet written: the peer is
-//   a slow consumer — closed with 1008 (counted in counters()), the socket
-//   aborted so its unsent backlog goes with it;
+//   a slow consumer (counted in counters()) — the frames it has not started
+//   to take are dropped, a close frame 1008 follows the one in progress, and
+//   after close_timeout the socket is aborted (its kernel backlog goes too);
 // - a ping every ping_interval; nothing from the peer for two intervals:
 //   close with timeout_code;
 // - listener_draining: close with 1001;

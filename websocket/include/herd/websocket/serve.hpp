@@ -86,10 +86,20 @@ void settle(conn<T>& c) {
     c.failed = true;
     return;
   }
-  if (c.s.queued_frames() > c.o().max_queued_frames || c.s.queued_bytes() > c.o().max_queued_bytes) {
+  if (!c.slow && (c.s.queued_frames() > c.o().max_queued_frames || c.s.queued_bytes() > c.o().max_queued_bytes)) {
+    // A slow consumer: what it has not started to take is dropped (memory
+    // stays bounded), its close frame 1008 follows the frame in progress,
+    // and it has close_timeout to read them before the socket is aborted.
     count_slow_consumer();
-    c.slow = c.failed = true;
-    return;
+    c.slow = true;
+    c.s.drop_unstarted();
+    if (c.s.open()) {
+      c.s.close(close_code::policy, "slow consumer");
+    }
+    if (!write_some(c)) {
+      c.failed = true;
+      return;
+    }
   }
   if (!c.s.open() && c.close_deadline == clock::time_point{}) c.close_deadline = clock::now() + c.o().close_timeout;
   if (!c.s.open() && c.s.pending().empty() && !c.write_shut) {
@@ -115,7 +125,9 @@ template <class T>
 void end(conn<T>& c) {
   herd::cancel_timer(c.ping_timer);
   ending how{c.s.sent_code(), c.s.received_code(), c.slow, c.s.status() != session::state::closed || c.failed};
-  if (c.slow) {
+  // A slow consumer that never took its close frame: a reset, so the kernel
+  // frees what it still holds for it at once.
+  if (c.slow && !(c.s.pending().empty() && c.s.status() == session::state::closed)) {
     if constexpr (requires { c.sock.abort(); }) {
       c.sock.abort();  // its unread backlog goes with it
     } else {
@@ -146,12 +158,12 @@ void run(std::unique_ptr<conn<T>> c) {
   for (;;) {
     if (finished(*c)) return end(*c);
     std::chrono::milliseconds wait = c->o().idle_hibernate;
-    if (!c->s.pending().empty()) {
-      wait = c->retry;
-    } else if (!c->s.open()) {
+    if (!c->s.open()) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(c->close_deadline - clock::now());
-      wait = std::max(left, std::chrono::milliseconds(0));
+      if (left <= std::chrono::milliseconds(0)) return end(*c);  // the close handshake ran out of time
+      wait = left;
     }
+    if (!c->s.pending().empty()) wait = std::min(wait, c->retry);
     step st = herd::receive(
         [&](net::tcp_data& d) {
           c->last_in = clock::now();
@@ -185,7 +197,7 @@ void run(std::unique_ptr<conn<T>> c) {
       if (!c->s.pending().empty()) {
         c->retry = std::min(c->retry * 2, std::chrono::milliseconds(64));
       } else if (!c->s.open()) {
-        return end(*c);  // the peer never finished the close handshake
+        continue;  // the close deadline is checked at the top
       } else {
         c->s.shrink();
         herd::hibernate([c = std::move(c)]() mutable { run(std::move(c)); });

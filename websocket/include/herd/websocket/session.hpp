@@ -54,6 +54,10 @@ class session {
   std::string_view pending() const noexcept { return {out_.data() + out_head_, out_.size() - out_head_}; }
   // The socket took the first n bytes of pending().
   void written(std::size_t n) noexcept;
+  // Drops every queued frame the socket has not started to take (the one
+  // partly written stays: cutting it would corrupt the stream) — for a slow
+  // consumer, before its close frame is queued.
+  void drop_unstarted() noexcept;
 
   // The loop's side: bytes from the peer, then the events they make. Pings
   // are answered (a pong is queued) and a close is answered here; the
