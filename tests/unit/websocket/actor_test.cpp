@@ -121,20 +121,23 @@ TEST_CASE("ws pings every interval, and a client that answers nothing is closed 
   CHECK(code == 4000);
 }
 
-TEST_CASE("ws a client that keeps sending is never timed out", "[ws][actor][heartbeat]") {
+TEST_CASE("ws a client that keeps answering is never timed out", "[ws][actor][heartbeat]") {
   int echoes = 0;
+  bool alive = false;
   auto o = herd::ws::options{};
-  o.ping_interval = 20ms;
+  // Long enough that a client answering each ping at once is never two
+  // intervals late, even on a loaded machine under a sanitizer.
+  o.ping_interval = 250ms;
   o.timeout_code = 4000;
   with_server(o, [&](uint16_t port) {
     ws_client c;
     if (!herd::blocking([&] { return c.upgraded(port); })) return;
     herd::pid conn = opened_conn();
-    // Six intervals of pings, each answered with a pong and a message: the
+    // Four intervals of pings, each answered with a pong and a message: the
     // ping count is the clock, not a sleep.
     herd::blocking([&] {
       int pings = 0;
-      while (pings < 6) {
+      while (pings < 4) {
         auto f = c.read();
         if (!f || f->op == opcode::close) return;
         if (f->op == opcode::ping) {
@@ -145,9 +148,10 @@ TEST_CASE("ws a client that keeps sending is never timed out", "[ws][actor][hear
         if (f->op == opcode::text) ++echoes;
       }
     });
-    CHECK(herd::introspect::process_info(conn).has_value());
+    alive = herd::introspect::process_info(conn).has_value();
   });
-  CHECK(echoes >= 4);
+  CHECK(alive);
+  CHECK(echoes >= 3);
 }
 
 TEST_CASE("ws an idle connection hibernates and still echoes and takes pushes after", "[ws][actor][hibernate]") {
