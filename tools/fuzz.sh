@@ -15,7 +15,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz
+cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
 run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
@@ -86,5 +86,14 @@ for s in $'\x05\x10GET /a/1?q=2 HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.0\r\n\r
   printf '%s' "$s" > "$corpus/seed$((i++))"
 done
 run http_parser_fuzz "$corpus"
+
+corpus="$dir/ws_fuzz_corpus"
+mkdir -p "$corpus"
+# Seeds: a split byte, then masked client frames (text, fragmented text with
+# a ping between, close 1000).
+printf '\x03\x81\x85\x01\x02\x03\x04\x69\x67\x6f\x68\x6e' > "$corpus/seed0"
+printf '\x05\x01\x82\x00\x00\x00\x00\xce\x89\x80\x00\x00\x00\x00\x80\x82\x00\x00\x00\x00\xba!' > "$corpus/seed1"
+printf '\x00\x88\x82\x00\x00\x00\x00\x03\xe8' > "$corpus/seed2"
+run ws_frame_fuzz "$corpus"
 collect
 exit $failed

@@ -5,6 +5,11 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-dev
       libmimalloc-dev catch2 procps python3 gdb nlohmann-json3-dev clang tmux libabsl-dev)
+# WebSocket conformance clients (tests/unit/websocket): Python's websockets,
+# Go's gorilla. Node's ws client is installed by the test with npm into the
+# build tree (node and npm are not installed here: Debian's npm conflicts
+# with the NodeSource node this machine has; without them the test skips).
+pkgs+=(python3-websockets golang-go golang-github-gorilla-websocket-dev)
 if [[ "${1:-}" == "--peers" ]]; then
   pkgs+=(erlang-nox golang-go libcaf-dev python3)
 fi
