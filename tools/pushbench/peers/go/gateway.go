@@ -1,0 +1,562 @@
+// gateway: the Go peer of herd's push gateway (tools/pushbench). It speaks
+// push gateway protocol version 1 (/work/shared/push-gateway-protocol.md in
+// the project's shared notes; docs in tools/pushbench/README.md) the way a Go
+// programmer would write it: net/http for HTTP, gorilla/websocket for
+// WebSocket, a reader and a writer goroutine per connection, presence and
+// rooms in maps under one RWMutex.
+//
+// Built offline from Debian's packages:
+//
+//	GO111MODULE=off GOPATH=/usr/share/gocode go build -o gateway gateway.go
+//
+// --observer and --metrics are accepted for command-line compatibility with
+// herd's gateway and ignored (Go has no herd observer).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+)
+
+const (
+	maxQueuedFrames = 1000
+	maxQueuedBytes  = 1 << 20
+	writeWait       = 10 * time.Second
+	headTimeout     = 10 * time.Second
+	closeTimeout    = 4000 // our close code: no pong for two ping intervals
+)
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+type config struct {
+	port, workers, maxMessage int
+	bind                      string
+	pingInterval              time.Duration
+	maxConns                  int64 // math.MaxInt64: infinity
+}
+
+// frame is one queued text frame; prepared once per push, shared by every
+// connection it goes to.
+type frame struct {
+	msg  *websocket.PreparedMessage
+	size int
+}
+
+// client is one WebSocket connection. Its queue holds frames not yet written
+// to the socket: the slow-consumer limit counts them.
+type client struct {
+	user  string
+	ws    *websocket.Conn
+	rooms map[string]struct{} // only the reader goroutine touches it
+
+	mu       sync.Mutex
+	queue    []frame
+	inFlight int // frames the writer has taken but not finished writing
+	bytes    int // bytes of queue + in-flight frames
+	closed   bool
+	wake     chan struct{} // capacity 1: the queue is not empty, or closed
+}
+
+type gateway struct {
+	cfg     config
+	mu      sync.RWMutex
+	users   map[string]map[*client]struct{}
+	rooms   map[string]map[*client]struct{}
+	all     map[*client]struct{}
+	conns   int64
+	pushed  int64
+	dropped int64
+	up      websocket.Upgrader
+}
+
+func newGateway(cfg config) *gateway {
+	g := &gateway{cfg: cfg, users: map[string]map[*client]struct{}{},
+		rooms: map[string]map[*client]struct{}{}, all: map[*client]struct{}{}}
+	// Small buffers and a shared write-buffer pool: what gorilla's docs
+	// recommend for many mostly idle connections.
+	g.up = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: &sync.Pool{},
+		CheckOrigin: func(*http.Request) bool { return true }}
+	return g
+}
+
+func textFrame(s string) frame {
+	m, _ := websocket.NewPreparedMessage(websocket.TextMessage, []byte(s))
+	return frame{m, len(s)}
+}
+
+func wakeUp(c *client) {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue hands f to c's writer; false when c is closed or has just been
+// closed as a slow consumer.
+func (g *gateway) enqueue(c *client, f frame) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.queue)+c.inFlight+1 > maxQueuedFrames || c.bytes+f.size > maxQueuedBytes {
+		c.closed = true
+		c.queue = nil
+		c.mu.Unlock()
+		atomic.AddInt64(&g.dropped, 1)
+		wakeUp(c)
+		// Off this goroutine: the caller may hold g.mu, and the writer may
+		// hold the socket for up to writeWait.
+		go func() {
+			g.forget(c)
+			closeWith(c, websocket.ClosePolicyViolation, "slow consumer")
+		}()
+		return false
+	}
+	c.queue = append(c.queue, f)
+	c.bytes += f.size
+	c.mu.Unlock()
+	wakeUp(c)
+	return true
+}
+
+func closeWith(c *client, code int, reason string) {
+	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.ws.Close()
+}
+
+// writer owns every data write on c and sends the heartbeat pings.
+func (g *gateway) writer(c *client) {
+	ping := time.NewTicker(g.cfg.pingInterval)
+	defer ping.Stop()
+	var batch []frame
+	for {
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil {
+				c.ws.Close()
+				return
+			}
+			continue
+		}
+		c.mu.Lock()
+		batch, c.queue = c.queue, batch[:0]
+		c.inFlight = len(batch)
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+		for i, f := range batch {
+			c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+			err := c.ws.WritePreparedMessage(f.msg)
+			batch[i] = frame{}
+			c.mu.Lock()
+			c.inFlight--
+			c.bytes -= f.size
+			c.mu.Unlock()
+			if err != nil {
+				c.ws.Close()
+				return
+			}
+		}
+		if cap(batch) > 64 { // a burst's backing array is not kept while idle
+			batch = nil
+		}
+	}
+}
+
+// forget removes c from every map; idempotent.
+func (g *gateway) forget(c *client) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.all[c]; !ok {
+		return
+	}
+	delete(g.all, c)
+	atomic.AddInt64(&g.conns, -1)
+	if set := g.users[c.user]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(g.users, c.user)
+		}
+	}
+	for room := range c.rooms {
+		g.leaveLocked(c, room)
+	}
+}
+
+func (g *gateway) leaveLocked(c *client, room string) {
+	if set := g.rooms[room]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(g.rooms, room)
+		}
+	}
+}
+
+// fanOut enqueues one frame for every member of m[key] and returns how many
+// took it. Enqueueing never takes g.mu, so it runs under the read lock.
+func (g *gateway) fanOut(m map[string]map[*client]struct{}, key, body string) int {
+	f := textFrame(body)
+	n := 0
+	g.mu.RLock()
+	for c := range m[key] {
+		if g.enqueue(c, f) {
+			n++
+		}
+	}
+	g.mu.RUnlock()
+	atomic.AddInt64(&g.pushed, int64(n))
+	return n
+}
+
+// reader runs the client's commands until the connection ends.
+func (g *gateway) reader(c *client) {
+	deadline := func() { c.ws.SetReadDeadline(time.Now().Add(2 * g.cfg.pingInterval)) }
+	deadline()
+	c.ws.SetReadLimit(int64(g.cfg.maxMessage))
+	c.ws.SetPongHandler(func(string) error { deadline(); return nil })
+	c.ws.SetPingHandler(func(data string) error {
+		deadline()
+		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return nil
+		}
+		return err
+	})
+	for {
+		kind, data, err := c.ws.ReadMessage()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				closeWith(c, closeTimeout, "no pong")
+			}
+			return
+		}
+		deadline()
+		if kind == websocket.BinaryMessage {
+			closeWith(c, websocket.CloseUnsupportedData, "binary frames are not accepted")
+			return
+		}
+		if !utf8.Valid(data) {
+			closeWith(c, websocket.CloseInvalidFramePayloadData, "text is not UTF-8")
+			return
+		}
+		g.command(c, string(data))
+	}
+}
+
+func (g *gateway) reply(c *client, s string) {
+	g.enqueue(c, textFrame(s))
+}
+
+func (g *gateway) command(c *client, line string) {
+	verb, rest, _ := strings.Cut(line, " ")
+	switch verb {
+	case "join", "leave":
+		if !validName.MatchString(rest) {
+			g.reply(c, "error bad room name")
+			return
+		}
+		g.mu.Lock()
+		if verb == "join" {
+			set := g.rooms[rest]
+			if set == nil {
+				set = map[*client]struct{}{}
+				g.rooms[rest] = set
+			}
+			set[c] = struct{}{}
+			c.rooms[rest] = struct{}{}
+		} else if _, in := c.rooms[rest]; in {
+			delete(c.rooms, rest)
+			g.leaveLocked(c, rest)
+		}
+		g.mu.Unlock()
+		g.reply(c, "ok "+verb+" "+rest)
+	case "say":
+		room, text, ok := strings.Cut(rest, " ")
+		if !ok || !validName.MatchString(room) {
+			g.reply(c, "error usage: say <room> <text>")
+			return
+		}
+		g.fanOut(g.rooms, room, room+" "+c.user+" "+text)
+	default:
+		g.reply(c, "error unknown command")
+	}
+}
+
+// ---- HTTP ----
+
+var errTooBig = fmt.Errorf("body over the limit")
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/ws":
+		if allow(w, r, http.MethodGet) {
+			g.serveWS(w, r)
+		}
+	case path == "/healthz":
+		if allow(w, r, http.MethodGet) {
+			io.WriteString(w, "ok")
+		}
+	case path == "/stats":
+		if allow(w, r, http.MethodGet) {
+			g.mu.RLock()
+			users, rooms := len(g.users), len(g.rooms)
+			g.mu.RUnlock()
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]int64{"connections": atomic.LoadInt64(&g.conns),
+				"users": int64(users), "rooms": int64(rooms), "pushed": atomic.LoadInt64(&g.pushed),
+				"dropped": atomic.LoadInt64(&g.dropped)})
+		}
+	case strings.HasPrefix(path, "/push/user/"):
+		if allow(w, r, http.MethodPost) {
+			g.push(w, r, g.users, strings.TrimPrefix(path, "/push/user/"))
+		}
+	case strings.HasPrefix(path, "/push/room/"):
+		if allow(w, r, http.MethodPost) {
+			g.push(w, r, g.rooms, strings.TrimPrefix(path, "/push/room/"))
+		}
+	default:
+		http.Error(w, "not found", http.StatusNotFound)
+	}
+}
+
+func allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+func (g *gateway) push(w http.ResponseWriter, r *http.Request, m map[string]map[*client]struct{}, key string) {
+	if !validName.MatchString(key) {
+		http.Error(w, "bad name", http.StatusBadRequest)
+		return
+	}
+	limit := int64(g.cfg.maxMessage)
+	if r.ContentLength > limit {
+		http.Error(w, "body over the limit", http.StatusRequestEntityTooLarge)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, tooBig := err.(*http.MaxBytesError); tooBig {
+			http.Error(w, "body over the limit", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "bad body", http.StatusBadRequest)
+		}
+		return
+	}
+	if !utf8.Valid(body) {
+		http.Error(w, "body is not UTF-8", http.StatusBadRequest)
+		return
+	}
+	n := g.fanOut(m, key, string(body))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(`{"delivered":}`)+len(strconv.Itoa(n))))
+	fmt.Fprintf(w, `{"delivered":%d}`, n)
+}
+
+func (g *gateway) serveWS(w http.ResponseWriter, r *http.Request) {
+	user := r.URL.Query().Get("user")
+	if !validName.MatchString(user) {
+		http.Error(w, "bad user", http.StatusBadRequest)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.Error(w, "not a WebSocket upgrade", http.StatusBadRequest)
+		return
+	}
+	if atomic.AddInt64(&g.conns, 1) > g.cfg.maxConns {
+		atomic.AddInt64(&g.conns, -1)
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := g.up.Upgrade(w, r, nil) // answers 400 itself on a bad handshake
+	if err != nil {
+		atomic.AddInt64(&g.conns, -1)
+		return
+	}
+	if hc, ok := ws.UnderlyingConn().(*headConn); ok {
+		hc.upgraded.Store(true)
+	}
+	c := &client{user: user, ws: ws, rooms: map[string]struct{}{}, wake: make(chan struct{}, 1)}
+	g.mu.Lock()
+	g.all[c] = struct{}{}
+	set := g.users[user]
+	if set == nil {
+		set = map[*client]struct{}{}
+		g.users[user] = set
+	}
+	set[c] = struct{}{}
+	g.mu.Unlock()
+	go g.writer(c)
+	g.reader(c) // the handler's goroutine becomes the reader
+	g.forget(c)
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	wakeUp(c)
+	ws.Close()
+}
+
+// headConn answers 408 when a request head takes longer than headTimeout:
+// net/http only closes such a connection. A read that fails on the server's
+// own header deadline (not on one set in the past to abort a background
+// read, and not after a WebSocket upgrade) is that case.
+type headConn struct {
+	net.Conn
+	deadline atomic.Int64 // unix ns of the last read deadline set
+	upgraded atomic.Bool
+}
+
+func (c *headConn) SetReadDeadline(t time.Time) error {
+	c.deadline.Store(t.UnixNano())
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *headConn) SetDeadline(t time.Time) error {
+	c.deadline.Store(t.UnixNano())
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *headConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.upgraded.Load() &&
+		time.Now().UnixNano() >= c.deadline.Load() && c.deadline.Load() > time.Now().Add(-time.Minute).UnixNano() {
+		c.Conn.Write([]byte("HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\n" +
+			"Content-Length: 16\r\nConnection: close\r\n\r\nrequest timeout\n"))
+	}
+	return n, err
+}
+
+type headListener struct{ net.Listener }
+
+func (l headListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &headConn{Conn: c}, nil
+}
+
+// ---- command line and lifetime ----
+
+func usage(msg string) {
+	fmt.Fprintf(os.Stderr, "gateway: %s\nusage: gateway --port P [--bind ADDR] [--workers N] [--ping-interval-ms MS]\n"+
+		"       [--max-message-bytes N] [--max-connections N|infinity] [--observer PATH] [--metrics 127.0.0.1:PORT]\n", msg)
+	os.Exit(2)
+}
+
+func parseFlags() config {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	port := fs.Int("port", -1, "")
+	bind := fs.String("bind", "127.0.0.1", "")
+	workers := fs.Int("workers", runtime.NumCPU(), "")
+	pingMs := fs.Int("ping-interval-ms", 25000, "")
+	maxMsg := fs.Int("max-message-bytes", 65536, "")
+	maxConns := fs.String("max-connections", "infinity", "")
+	fs.String("observer", "", "")
+	fs.String("metrics", "", "")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		usage(err.Error())
+	}
+	if fs.NArg() != 0 {
+		usage("unexpected argument " + fs.Arg(0))
+	}
+	cfg := config{port: *port, bind: *bind, workers: *workers, maxMessage: *maxMsg,
+		pingInterval: time.Duration(*pingMs) * time.Millisecond, maxConns: math.MaxInt64}
+	switch {
+	case cfg.port < 0 || cfg.port > 65535:
+		usage("--port P is required, 0..65535")
+	case cfg.workers < 1:
+		usage("--workers wants a positive integer")
+	case *pingMs < 1:
+		usage("--ping-interval-ms wants a positive integer")
+	case cfg.maxMessage < 1:
+		usage("--max-message-bytes wants a positive integer")
+	case net.ParseIP(cfg.bind) == nil:
+		usage("--bind wants a numeric IP address")
+	}
+	if *maxConns != "infinity" {
+		n, err := strconv.ParseInt(*maxConns, 10, 64)
+		if err != nil || n < 0 {
+			usage("--max-connections wants N or infinity")
+		}
+		cfg.maxConns = n
+	}
+	return cfg
+}
+
+func main() {
+	cfg := parseFlags()
+	runtime.GOMAXPROCS(cfg.workers)
+	g := newGateway(cfg)
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.bind, strconv.Itoa(cfg.port)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway: listen:", err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: headTimeout, IdleTimeout: 5 * time.Minute,
+		// net/http allows MaxHeaderBytes + 4096 bytes of head; this makes it 8 KiB.
+		MaxHeaderBytes: 8192 - 4096}
+	addr := ln.Addr().(*net.TCPAddr)
+	fmt.Printf("listening on %s:%d\n", cfg.bind, addr.Port)
+	os.Stdout.Sync()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(headListener{ln}) }()
+	select {
+	case err := <-served:
+		fmt.Fprintln(os.Stderr, "gateway: serve:", err)
+		os.Exit(1)
+	case <-sigs:
+	}
+	// Drain: stop accepting and finish HTTP responses in flight (Shutdown),
+	// while every WebSocket gets its 1001.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shutdown := make(chan struct{})
+	go func() { srv.Shutdown(ctx); close(shutdown) }()
+	g.mu.RLock()
+	conns := make([]*client, 0, len(g.all))
+	for c := range g.all {
+		conns = append(conns, c)
+	}
+	g.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func(c *client) { defer wg.Done(); closeWith(c, websocket.CloseGoingAway, "server shutting down") }(c)
+	}
+	wg.Wait()
+	<-shutdown
+	os.Exit(0)
+}
