@@ -54,11 +54,11 @@ type config struct {
 	maxConns                  int64 // math.MaxInt64: infinity
 }
 
-// frame is one queued text frame; prepared once per push, shared by every
-// connection it goes to.
+// frame is one queued text frame. A frame for many connections is prepared
+// (encoded) once and shared; a frame for one is written as it is.
 type frame struct {
-	msg  *websocket.PreparedMessage
-	size int
+	data     []byte
+	prepared *websocket.PreparedMessage
 }
 
 // client is one WebSocket connection. Its queue holds frames not yet written
@@ -98,9 +98,12 @@ func newGateway(cfg config) *gateway {
 	return g
 }
 
-func textFrame(s string) frame {
-	m, _ := websocket.NewPreparedMessage(websocket.TextMessage, []byte(s))
-	return frame{m, len(s)}
+func textFrame(s string, recipients int) frame {
+	f := frame{data: []byte(s)}
+	if recipients > 1 {
+		f.prepared, _ = websocket.NewPreparedMessage(websocket.TextMessage, f.data)
+	}
+	return f
 }
 
 func wakeUp(c *client) {
@@ -118,7 +121,7 @@ func (g *gateway) enqueue(c *client, f frame) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue)+c.inFlight+1 > maxQueuedFrames || c.bytes+f.size > maxQueuedBytes {
+	if len(c.queue)+c.inFlight+1 > maxQueuedFrames || c.bytes+len(f.data) > maxQueuedBytes {
 		c.closed = true
 		c.queue = nil
 		c.mu.Unlock()
@@ -133,7 +136,7 @@ func (g *gateway) enqueue(c *client, f frame) bool {
 		return false
 	}
 	c.queue = append(c.queue, f)
-	c.bytes += f.size
+	c.bytes += len(f.data)
 	c.mu.Unlock()
 	wakeUp(c)
 	return true
@@ -169,11 +172,16 @@ func (g *gateway) writer(c *client) {
 		}
 		for i, f := range batch {
 			c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			err := c.ws.WritePreparedMessage(f.msg)
+			var err error
+			if f.prepared != nil {
+				err = c.ws.WritePreparedMessage(f.prepared)
+			} else {
+				err = c.ws.WriteMessage(websocket.TextMessage, f.data)
+			}
 			batch[i] = frame{}
 			c.mu.Lock()
 			c.inFlight--
-			c.bytes -= f.size
+			c.bytes -= len(f.data)
 			c.mu.Unlock()
 			if err != nil {
 				c.ws.Close()
@@ -218,10 +226,11 @@ func (g *gateway) leaveLocked(c *client, room string) {
 // fanOut enqueues one frame for every member of m[key] and returns how many
 // took it. Enqueueing never takes g.mu, so it runs under the read lock.
 func (g *gateway) fanOut(m map[string]map[*client]struct{}, key, body string) int {
-	f := textFrame(body)
 	n := 0
 	g.mu.RLock()
-	for c := range m[key] {
+	set := m[key]
+	f := textFrame(body, len(set))
+	for c := range set {
 		if g.enqueue(c, f) {
 			n++
 		}
@@ -267,7 +276,7 @@ func (g *gateway) reader(c *client) {
 }
 
 func (g *gateway) reply(c *client, s string) {
-	g.enqueue(c, textFrame(s))
+	g.enqueue(c, textFrame(s, 1))
 }
 
 func (g *gateway) command(c *client, line string) {
@@ -414,14 +423,18 @@ func (g *gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	set[c] = struct{}{}
 	g.mu.Unlock()
+	// As gorilla's chat example: the handler returns, so its request and
+	// stack are not kept for the connection's lifetime.
 	go g.writer(c)
-	g.reader(c) // the handler's goroutine becomes the reader
-	g.forget(c)
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	wakeUp(c)
-	ws.Close()
+	go func() {
+		g.reader(c)
+		g.forget(c)
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		wakeUp(c)
+		ws.Close()
+	}()
 }
 
 // headConn answers 408 when a request head takes longer than headTimeout:
