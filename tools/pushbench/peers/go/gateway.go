@@ -143,7 +143,8 @@ func (g *gateway) enqueue(c *client, f frame) bool {
 }
 
 func closeWith(c *client, code int, reason string) {
-	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	// A slow consumer's close frame waits behind what the socket holds.
+	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 	c.ws.Close()
 }
 
@@ -445,6 +446,7 @@ type headConn struct {
 	net.Conn
 	deadline atomic.Int64 // unix ns of the last read deadline set
 	upgraded atomic.Bool
+	answered atomic.Bool // net/http may read again after the timeout
 }
 
 func (c *headConn) SetReadDeadline(t time.Time) error {
@@ -460,7 +462,8 @@ func (c *headConn) SetDeadline(t time.Time) error {
 func (c *headConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.upgraded.Load() &&
-		time.Now().UnixNano() >= c.deadline.Load() && c.deadline.Load() > time.Now().Add(-time.Minute).UnixNano() {
+		time.Now().UnixNano() >= c.deadline.Load() && c.deadline.Load() > time.Now().Add(-time.Minute).UnixNano() &&
+		c.answered.CompareAndSwap(false, true) {
 		c.Conn.Write([]byte("HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\n" +
 			"Content-Length: 16\r\nConnection: close\r\n\r\nrequest timeout\n"))
 	}
