@@ -52,7 +52,15 @@ class Gateway:
             return self.proc.wait()
 
     def ws(self, user, **kw):
-        return Ws(self.port, user, **kw)
+        """A connection that has answered a command: the protocol does not
+        say that a push sent right after the 101 reaches it, only that one
+        sent after the server served it does."""
+        ws = Ws(self.port, user, **kw)
+        ws.send_text("hello?")
+        reply = ws.recv_text()
+        if not reply.startswith("error "):
+            raise SystemExit(f"an unknown command was answered {reply!r}, not 'error <reason>'")
+        return ws
 
     def http(self):
         return Http(self.port)

@@ -77,15 +77,21 @@ type client struct {
 }
 
 type gateway struct {
-	cfg     config
-	mu      sync.RWMutex
-	users   map[string]map[*client]struct{}
-	rooms   map[string]map[*client]struct{}
-	all     map[*client]struct{}
-	conns   int64
-	pushed  int64
-	dropped int64
-	up      websocket.Upgrader
+	cfg   config
+	mu    sync.RWMutex
+	users map[string]map[*client]struct{}
+	rooms map[string]map[*client]struct{}
+	all   map[*client]struct{}
+	// draining: SIGTERM came; a connection upgraded since gets its 1001
+	// from its own handler, counted in closing. upgrading counts handlers
+	// between the upgrade check and their entry in all.
+	draining  bool
+	upgrading int
+	closing   sync.WaitGroup
+	conns     int64
+	pushed    int64
+	dropped   int64
+	up        websocket.Upgrader
 }
 
 func newGateway(cfg config) *gateway {
@@ -401,14 +407,23 @@ func (g *gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a WebSocket upgrade", http.StatusBadRequest)
 		return
 	}
-	if atomic.AddInt64(&g.conns, 1) > g.cfg.maxConns {
-		atomic.AddInt64(&g.conns, -1)
+	g.mu.Lock()
+	if g.draining || atomic.AddInt64(&g.conns, 1) > g.cfg.maxConns {
+		if !g.draining {
+			atomic.AddInt64(&g.conns, -1)
+		}
+		g.mu.Unlock()
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
 	}
+	g.upgrading++
+	g.mu.Unlock()
 	ws, err := g.up.Upgrade(w, r, nil) // answers 400 itself on a bad handshake
 	if err != nil {
 		atomic.AddInt64(&g.conns, -1)
+		g.mu.Lock()
+		g.upgrading--
+		g.mu.Unlock()
 		return
 	}
 	if hc, ok := ws.UnderlyingConn().(*headConn); ok {
@@ -416,6 +431,14 @@ func (g *gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &client{user: user, ws: ws, rooms: map[string]struct{}{}, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
+	g.upgrading--
+	if g.draining {
+		g.closing.Add(1)
+		g.mu.Unlock()
+		closeWith(c, websocket.CloseGoingAway, "server shutting down")
+		g.closing.Done()
+		return
+	}
 	g.all[c] = struct{}{}
 	set := g.users[user]
 	if set == nil {
@@ -561,12 +584,18 @@ func main() {
 	defer cancel()
 	shutdown := make(chan struct{})
 	go func() { srv.Shutdown(ctx); close(shutdown) }()
-	g.mu.RLock()
+	g.mu.Lock()
+	g.draining = true
+	for wait := 0; g.upgrading > 0 && wait < 200; wait++ { // up to 2 s
+		g.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		g.mu.Lock()
+	}
 	conns := make([]*client, 0, len(g.all))
 	for c := range g.all {
 		conns = append(conns, c)
 	}
-	g.mu.RUnlock()
+	g.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
@@ -574,5 +603,6 @@ func main() {
 	}
 	wg.Wait()
 	<-shutdown
+	g.closing.Wait()
 	os.Exit(0)
 }
