@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <strings.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -65,21 +66,6 @@ Load::Load(const Config& cfg) : cfg_(cfg), ws_(static_cast<size_t>(cfg.connectio
   ep_ = epoll_create1(EPOLL_CLOEXEC);
   if (ep_ < 0) throw std::runtime_error("epoll_create1 failed");
   for (size_t i = 0; i < ws_.size(); ++i) ws_[i].id = static_cast<uint32_t>(i);
-  for (int k = 0; k < cfg.pushers; ++k) {
-    auto p = std::make_unique<Pusher>();
-    p->idx = static_cast<unsigned>(k);
-    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (p->fd < 0 || connect(p->fd, reinterpret_cast<const sockaddr*>(&cfg.dst), sizeof cfg.dst) != 0)
-      throw std::runtime_error(std::string("pusher connect: ") + std::strerror(errno));
-    set_nodelay_nonblock(p->fd);
-    p->user_seq.assign(ws_.size(), 0);
-    p->room_seq.assign(static_cast<size_t>(std::max(cfg.rooms, 1)), 0);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
-    ev.data.u64 = kPusherTag | static_cast<uint64_t>(k);
-    epoll_ctl(ep_, EPOLL_CTL_ADD, p->fd, &ev);
-    pushers_.push_back(std::move(p));
-  }
   t0_ = now_ns();
 }
 
@@ -325,13 +311,17 @@ void Load::ws_message(WsConn& w, std::string_view m) {
   const uint64_t now = now_ns();
   if (m.size() > 2 && (m[0] == 'U' || m[0] == 'R') && m[1] == ' ') {
     // "U <pusher> <seq> <send ns> <padding>"
-    char buf[64];
-    const size_t k = std::min(m.size(), sizeof buf - 1);
-    std::memcpy(buf, m.data(), k);
-    buf[k] = 0;
-    unsigned src = 0, seq = 0;
-    unsigned long long ts = 0;
-    if (std::sscanf(buf + 2, "%u %u %llu", &src, &seq, &ts) != 3 || src >= kMaxPushers) {
+    size_t i = 2;
+    auto field = [&](uint64_t& v) {
+      const size_t from = i;
+      v = 0;
+      while (i < m.size() && m[i] >= '0' && m[i] <= '9') v = v * 10 + static_cast<uint64_t>(m[i++] - '0');
+      const bool ok = i > from && i < m.size() && m[i] == ' ';
+      ++i;
+      return ok;
+    };
+    uint64_t src = 0, seq = 0, ts = 0;
+    if (!field(src) || !field(seq) || !field(ts) || src >= kMaxPushers) {
       ++c_.bad_frames;
       return;
     }
@@ -389,7 +379,24 @@ void Load::start_joins() {
   }
 }
 
+// Pushers connect only now: an idle connection that has sent no request for
+// 10 s is closed with 408 by the protocol, and the connect phase can be longer.
 void Load::start_pushing() {
+  for (int k = 0; k < cfg_.pushers; ++k) {
+    auto p = std::make_unique<Pusher>();
+    p->idx = static_cast<unsigned>(k);
+    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (p->fd < 0 || connect(p->fd, reinterpret_cast<const sockaddr*>(&cfg_.dst), sizeof cfg_.dst) != 0)
+      throw std::runtime_error(std::string("pusher connect: ") + std::strerror(errno));
+    set_nodelay_nonblock(p->fd);
+    p->user_seq.assign(ws_.size(), 0);
+    p->room_seq.assign(static_cast<size_t>(std::max(cfg_.rooms, 1)), 0);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+    ev.data.u64 = kPusherTag | static_cast<uint64_t>(k);
+    epoll_ctl(ep_, EPOLL_CTL_ADD, p->fd, &ev);
+    pushers_.push_back(std::move(p));
+  }
   pushing_ = true;
   push_t0_ = now_ns();
   user_pushes_ = room_pushes_ = 0;
@@ -437,15 +444,15 @@ void Load::push_one(Pusher& p, bool room, uint64_t) {
   char body[96];
   int b = std::snprintf(body, sizeof body, "%c %u %u %llu ", room ? 'R' : 'U', idx, seq,
                         static_cast<unsigned long long>(now_ns()));  // just before the POST
-  std::string pad(static_cast<size_t>(std::max(0, cfg_.payload - b)), 'x');
+  const size_t pad = static_cast<size_t>(std::max(0, cfg_.payload - b));
   char head[160];
   int h = std::snprintf(head, sizeof head,
                         "POST /push/%s/%c%u HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\n\r\n",
-                        room ? "room" : "user", room ? 'r' : 'u', target, static_cast<size_t>(b) + pad.size());
+                        room ? "room" : "user", room ? 'r' : 'u', target, static_cast<size_t>(b) + pad);
   p.out.append(head, static_cast<size_t>(h));
   p.out.append(body, static_cast<size_t>(b));
-  p.out.append(pad);
+  p.out.append(pad, 'x');
   ++p.inflight;
   ++c_.pushes_sent;
 }
@@ -488,20 +495,25 @@ void Load::pusher_replies(Pusher& p) {
   for (;;) {
     size_t end = p.in.find("\r\n\r\n", off);
     if (end == std::string::npos) break;
-    std::string head = p.in.substr(off, end - off);
-    for (auto& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const char* head = p.in.data() + off;
+    const size_t head_len = end - off;
     size_t clen = 0;
-    if (auto cl = head.find("\r\ncontent-length:"); cl != std::string::npos)
-      clen = std::strtoul(head.c_str() + cl + 17, nullptr, 10);
+    for (size_t i = 0; i + 17 < head_len; ++i)
+      if (strncasecmp(head + i, "\r\ncontent-length:", 17) == 0) {
+        clen = std::strtoul(head + i + 17, nullptr, 10);
+        break;
+      }
     if (p.in.size() < end + 4 + clen) break;
-    const int status = head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
-    const std::string body = p.in.substr(end + 4, clen);
+    const int status = head_len > 12 ? std::atoi(head + 9) : 0;
+    const std::string_view body(p.in.data() + end + 4, clen);
     off = end + 4 + clen;
     --p.inflight;
     size_t d = body.find("\"delivered\":");
-    if (status == 200 && d != std::string::npos) {
+    if (status == 200 && d != std::string_view::npos) {
       ++c_.push_replies;
-      c_.expected += std::strtoull(body.c_str() + d + 12, nullptr, 10);
+      uint64_t n = 0;
+      for (size_t i = d + 12; i < body.size() && body[i] >= '0' && body[i] <= '9'; ++i) n = n * 10 + (body[i] - '0');
+      c_.expected += n;
     } else {
       ++c_.push_errors;
     }

@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <exception>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -187,8 +188,19 @@ bool run_for(Load& l, double seconds, const char* phase, Snap& last, uint64_t t0
 
 }  // namespace
 
+int run(const Config& cfg);
+
 int main(int argc, char** argv) {
-  Config cfg = parse(argc, argv);
+  const Config cfg = parse(argc, argv);
+  try {
+    return run(cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pushbench: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(const Config& cfg) {
   signal(SIGPIPE, SIG_IGN);
   check_fd_limit(cfg.connections + cfg.pushers + 64L);
   if (cfg.server_pid && connbench::read_proc_rss_kb(cfg.server_pid) < 0) usage_error("--server-pid: no such process");
