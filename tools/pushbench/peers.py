@@ -21,18 +21,19 @@ class Unavailable(Exception):
 def build_go(build_dir):
     """Returns the command line of the Go peer, building it when out of date."""
     build_dir = os.path.abspath(build_dir)
-    src = os.path.join(HERE, "peers", "go", "gateway.go")
+    src = os.path.join(HERE, "peers", "go")
     out = os.path.join(build_dir, "gateway_go")
+    newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src) if f.endswith(".go"))
     if not shutil.which("go"):
         raise Unavailable("go is not installed (golang-go)")
     if not os.path.isdir(os.path.join(GOPATH, "src", "github.com", "gorilla", "websocket")):
         raise Unavailable("gorilla/websocket is not installed (golang-github-gorilla-websocket-dev)")
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+    if not os.path.exists(out) or os.path.getmtime(out) < newest:
         os.makedirs(build_dir, exist_ok=True)
         env = dict(os.environ, GO111MODULE="off", GOPATH=GOPATH, GOFLAGS="")
         if "HOME" not in env and "GOCACHE" not in env:
             env["GOCACHE"] = os.path.join(build_dir, "gocache")
-        subprocess.run(["go", "build", "-o", out, src], check=True, env=env)
+        subprocess.run(["go", "build", "-o", out, "."], check=True, env=env, cwd=src)
     return [out]
 
 
