@@ -197,7 +197,7 @@ def ws_checks(g):
 
 
 def heartbeat_checks(cmd, env):
-    g = Gateway(cmd, env, "--ping-interval-ms", "300", "--max-connections", "2")
+    g = Gateway(cmd, env, "--ping-interval-ms", "500", "--max-connections", "2")
     try:
         live, dead = g.ws("live"), g.ws("dead")
         st, _, _ = g.http().request("GET", "/ws?user=third", headers={

@@ -154,9 +154,8 @@ void Load::step(int timeout_ms) {
     else
       on_ws(ws_[d], evs[i].events);
   }
-  static uint64_t last_expiry = 0;
-  if (now - last_expiry > 100'000'000) {
-    last_expiry = now;
+  if (now - last_expiry_ns_ > 100'000'000) {
+    last_expiry_ns_ = now;
     expire_connects(now);
   }
 }

@@ -87,7 +87,7 @@ class Load {
   Counters c_;
   Histogram hist_;
   size_t next_open_ = 0;
-  uint64_t t0_ = 0, last_upgrade_ns_ = 0, push_t0_ = 0;
+  uint64_t t0_ = 0, last_upgrade_ns_ = 0, push_t0_ = 0, last_expiry_ns_ = 0;
   bool pushing_ = false;
   uint64_t user_pushes_ = 0, room_pushes_ = 0;  // scheduled so far
   uint32_t next_user_ = 0, next_room_ = 0, next_pusher_ = 0, mask_state_ = 0x9e3779b9;
