@@ -2,6 +2,7 @@
 """pushbench's checks can fail: against faulty_gateway.py (drops every 7th
 user-push frame, swaps every 11th with the next) it must report lost frames,
 gaps and frames out of order — the figures the smoke test requires to be 0.
+Also: bad options (a non-loopback host among them) exit 2 with a message.
 
     pushbench_detects_faults_test.py PUSHBENCH
 """
@@ -17,6 +18,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
+    # Bad input: a message and exit 2, before any connection.
+    for bad in (["--port", "1", "--host", "10.0.0.1"], ["--port", "1", "--bogus", "1"], ["--connections", "5"]):
+        r = subprocess.run([sys.argv[1], *bad], capture_output=True, text=True, timeout=10)
+        if r.returncode != 2 or "pushbench:" not in r.stderr:
+            print(f"FAIL: pushbench {' '.join(bad)}: exit {r.returncode}, stderr {r.stderr!r}")
+            return 1
     server = subprocess.Popen([sys.executable, os.path.join(HERE, "faulty_gateway.py"), "--port", "0"],
                               stdout=subprocess.PIPE, text=True)
     try:
