@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what herd needs from Debian's packages. Idempotent: apt-get runs
 # only when something is missing. Usage: tools/setup.sh [--peers]
-#   --peers  also the benchmark peers (Erlang/OTP, Go, CAF) and python3
+#   --peers  also the benchmark peers (Erlang/OTP, Go, CAF) and python3, and
+#            pushbench's: gorilla/websocket for Go, Node.js + npm, wrk
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-dev
       libmimalloc-dev catch2 procps python3 gdb nlohmann-json3-dev clang tmux libabsl-dev)
@@ -11,7 +12,7 @@ pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-
 # with the NodeSource node this machine has; without them the test skips).
 pkgs+=(python3-websockets golang-go golang-github-gorilla-websocket-dev)
 if [[ "${1:-}" == "--peers" ]]; then
-  pkgs+=(erlang-nox golang-go libcaf-dev python3)
+  pkgs+=(erlang-nox golang-go libcaf-dev python3 golang-github-gorilla-websocket-dev nodejs npm wrk)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""pushbench's checks can fail: against faulty_gateway.py (drops every 7th
+user-push frame, swaps every 11th with the next) it must report lost frames,
+gaps and frames out of order — the figures the smoke test requires to be 0.
+Also: bad options (a non-loopback host among them) exit 2 with a message.
+
+    pushbench_detects_faults_test.py PUSHBENCH
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    # Bad input: a message and exit 2, before any connection.
+    for bad in (["--port", "1", "--host", "10.0.0.1"], ["--port", "1", "--bogus", "1"], ["--connections", "5"]):
+        r = subprocess.run([sys.argv[1], *bad], capture_output=True, text=True, timeout=10)
+        if r.returncode != 2 or "pushbench:" not in r.stderr:
+            print(f"FAIL: pushbench {' '.join(bad)}: exit {r.returncode}, stderr {r.stderr!r}")
+            return 1
+    server = subprocess.Popen([sys.executable, os.path.join(HERE, "faulty_gateway.py"), "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = re.match(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1)
+        r = subprocess.run([sys.argv[1], "--port", port, "--connections", "20", "--push-rate", "300",
+                            "--duration", "1", "--warmup", "0.2", "--idle-settle", "0.2", "--drain", "1"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    line = next((l for l in r.stdout.splitlines() if l.startswith("RESULT ")), "")
+    print(line or r.stderr[-1000:])
+    f = dict(kv.split("=", 1) for kv in line.split()[1:])
+    problems = [k for k in ("lost", "lost_gaps", "out_of_order") if not int(f.get(k, "0")) > 0]
+    problems += [] if f.get("drained") == "0" else ["drained (want 0: frames never arrive)"]
+    for p in problems:
+        print(f"FAIL: pushbench did not report {p}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+// pushbench: a load generator for push gateways (push gateway protocol v1;
+// see README.md beside this file). No herd code: it measures herd's gateway
+// and its Go and Node peers from the outside, the same way.
+//
+// Phases, one thread, one epoll instance:
+//  1. connect: N WebSocket users u0..u(N-1) at --rate per second; a user
+//     counts once its 101 (with the right Sec-WebSocket-Accept) has arrived.
+//  2. idle: --idle-settle seconds with nothing but pings; the server's RSS
+//     growth since before the first connect, / N, is bytes_per_idle_conn.
+//  3. join: connection i sends `join r(i % rooms)` and waits for `ok join`.
+//  4. push: K keep-alive HTTP connections POST /push/user/u<i> (round robin
+//     over users) at --push-rate and /push/room/r<j> at --room-rate, each body
+//     "U|R <pusher> <seq> <CLOCK_MONOTONIC ns> <padding>" with seq counted per
+//     (pusher, target). Every received frame is checked for loss and order
+//     per (connection, pusher) and its latency measured from the body's
+//     timestamp, taken just before the POST is written. Warm-up, then the
+//     measured window: the difference of two snapshots, the server's CPU
+//     from /proc/PID/stat at the same instants.
+//  5. drain: up to --drain seconds for every frame the server answered
+//     `delivered` for; what never arrives is `lost`.
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <exception>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "load.hpp"
+
+using namespace pushbench;
+using connbench::now_ns;
+
+namespace {
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr,
+               "pushbench: %s\n"
+               "usage: pushbench --port P [--host 127.0.0.1] [--connections N] [--rooms R]\n"
+               "       [--push-rate PER_S] [--room-rate PER_S] [--pushers K] [--pipeline D]\n"
+               "       [--payload BYTES] [--duration S] [--warmup S] [--idle-settle S] [--rate CONNECTS_PER_S]\n"
+               "       [--connect-timeout S] [--drain S] [--server-pid PID] [--sources K]\n",
+               msg.c_str());
+  std::exit(2);
+}
+
+double parse_num(const std::string& opt, const char* v, double lo, double hi) {
+  char* end = nullptr;
+  errno = 0;
+  double x = std::strtod(v, &end);
+  if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, " wants a number in [%g, %g], got '", lo, hi);
+    usage_error(opt + range + v + "'");
+  }
+  return x;
+}
+
+int parse_int(const std::string& opt, const char* v, long lo, long hi) {
+  double x = parse_num(opt, v, static_cast<double>(lo), static_cast<double>(hi));
+  if (x != static_cast<double>(static_cast<long>(x))) usage_error(opt + " wants an integer, got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  std::string host = "127.0.0.1";
+  int port = -1, sources = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string o = argv[i];
+    if (o == "--help" || o == "-h") {
+      std::printf("see tools/pushbench/README.md\n");
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage_error("missing value for " + o);
+    const char* v = argv[++i];
+    if (o == "--host") host = v;
+    else if (o == "--port") port = parse_int(o, v, 1, 65535);
+    else if (o == "--connections") c.connections = parse_int(o, v, 1, 1'000'000);
+    else if (o == "--rooms") c.rooms = parse_int(o, v, 0, 1'000'000);
+    else if (o == "--push-rate") c.push_rate = parse_num(o, v, 0, 1e7);
+    else if (o == "--room-rate") c.room_rate = parse_num(o, v, 0, 1e7);
+    else if (o == "--pushers") c.pushers = parse_int(o, v, 1, kMaxPushers);
+    else if (o == "--pipeline") c.pipeline = parse_int(o, v, 1, 4096);
+    else if (o == "--payload") c.payload = parse_int(o, v, 1, 60'000);
+    else if (o == "--duration") c.duration = parse_num(o, v, 0.1, 3600);
+    else if (o == "--warmup") c.warmup = parse_num(o, v, 0, 3600);
+    else if (o == "--idle-settle") c.idle_settle = parse_num(o, v, 0, 3600);
+    else if (o == "--rate") c.rate = parse_num(o, v, 1, 1e7);
+    else if (o == "--connect-timeout") c.connect_timeout = parse_num(o, v, 0.1, 3600);
+    else if (o == "--drain") c.drain = parse_num(o, v, 0, 3600);
+    else if (o == "--server-pid") c.server_pid = parse_int(o, v, 1, 1L << 30);
+    else if (o == "--sources") sources = parse_int(o, v, 1, 254);
+    else usage_error("unknown option " + o);
+  }
+  if (port < 0) usage_error("--port is required");
+  if (c.room_rate > 0 && c.rooms == 0) usage_error("--room-rate needs --rooms R");
+  c.dst.sin_family = AF_INET;
+  c.dst.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &c.dst.sin_addr) != 1)
+    usage_error("--host wants a numeric IPv4 address, got '" + host + "'");
+  if ((ntohl(c.dst.sin_addr.s_addr) >> 24) != 127) usage_error("--host must be a loopback address (127.x.x.x)");
+  for (int k = 0; k < sources; ++k) {  // 127.0.0.1 .. 127.0.0.K
+    in_addr a{};
+    a.s_addr = htonl((127u << 24) | static_cast<uint32_t>(k + 1));
+    c.sources.push_back(a);
+  }
+  return c;
+}
+
+// Raises the soft fd limit to the hard one when needed; exit 2 when even the
+// hard limit is too low, rather than failing at connection 19,990.
+void check_fd_limit(long need) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (static_cast<long>(rl.rlim_cur) < need && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (static_cast<long>(rl.rlim_cur) >= need) return;
+  std::fprintf(stderr, "pushbench: need %ld file descriptors but RLIMIT_NOFILE is %llu (hard %llu): raise it\n"
+               "  (`ulimit -n`) or use fewer --connections.\n",
+               need, static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(rl.rlim_max));
+  std::exit(2);
+}
+
+struct Snap {
+  uint64_t t = 0;
+  Counters c;
+  std::vector<uint64_t> hist;
+  double server_cpu = 0, self_cpu = 0;
+  bool server_ok = false;
+};
+
+Snap snap(const Load& l, long pid) {
+  Snap s;
+  s.t = now_ns();
+  s.c = l.counters();
+  l.latency().snapshot_into(s.hist);
+  s.self_cpu = connbench::self_cpu_s();
+  if (pid) {
+    connbench::ProcCpu c = connbench::read_proc_cpu(pid);
+    s.server_ok = c.ok;
+    s.server_cpu = c.seconds;
+  }
+  return s;
+}
+
+std::vector<uint64_t> diff(const std::vector<uint64_t>& b, const std::vector<uint64_t>& a) {
+  std::vector<uint64_t> d(b.size());
+  for (size_t i = 0; i < b.size(); ++i) d[i] = b[i] - a[i];
+  return d;
+}
+
+double secs(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// Runs the loop for up to `seconds`, a progress line on stderr every second;
+// returns early (true) once done() holds.
+template <class Done>
+bool run_for(Load& l, double seconds, const char* phase, Snap& last, uint64_t t0, Done done) {
+  const uint64_t end = now_ns() + static_cast<uint64_t>(seconds * 1e9);
+  while (now_ns() < end) {
+    if (done()) return true;
+    l.step(1);
+    if (now_ns() - last.t >= 1'000'000'000) {
+      Snap s = snap(l, 0);
+      const double dt = secs(s.t - last.t);
+      const auto p = connbench::percentiles(diff(s.hist, last.hist));
+      const auto& c = s.c;
+      std::fprintf(stderr,
+                   "[%6.1fs %-7s] upgraded=%llu failed=%llu joined=%llu pushes/s=%.0f frames/s=%.0f p99=%.0fus "
+                   "lost_gaps=%llu out_of_order=%llu disconnects=%llu\n",
+                   secs(s.t - t0), phase, (unsigned long long)c.upgraded, (unsigned long long)c.failed,
+                   (unsigned long long)c.joined, static_cast<double>(c.push_replies - last.c.push_replies) / dt,
+                   static_cast<double>(c.frames - last.c.frames) / dt, p.p99_us, (unsigned long long)c.lost_gaps,
+                   (unsigned long long)c.out_of_order, (unsigned long long)c.disconnects);
+      last = std::move(s);
+    }
+  }
+  return done();
+}
+
+}  // namespace
+
+int run(const Config& cfg);
+
+int main(int argc, char** argv) {
+  const Config cfg = parse(argc, argv);
+  try {
+    return run(cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pushbench: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(const Config& cfg) {
+  signal(SIGPIPE, SIG_IGN);
+  check_fd_limit(cfg.connections + cfg.pushers + 64L);
+  if (cfg.server_pid && connbench::read_proc_rss_kb(cfg.server_pid) < 0) usage_error("--server-pid: no such process");
+
+  Load l(cfg);
+  const uint64_t t0 = now_ns();
+  const long rss_before = cfg.server_pid ? connbench::read_proc_rss_kb(cfg.server_pid) : -1;
+  Snap last = snap(l, 0);
+  const auto N = static_cast<uint64_t>(cfg.connections);
+
+  const double ramp_limit = static_cast<double>(N) / cfg.rate + cfg.connect_timeout + 5;
+  const bool ramp_complete =
+      run_for(l, ramp_limit, "connect", last, t0, [&] { return l.counters().upgraded + l.counters().failed >= N; });
+  const double ramp_s = secs((l.last_upgrade_ns() ? l.last_upgrade_ns() : now_ns()) - t0);
+  const uint64_t upgraded = l.counters().upgraded;
+
+  run_for(l, cfg.idle_settle, "idle", last, t0, [] { return false; });
+  const long rss_idle = cfg.server_pid ? connbench::read_proc_rss_kb(cfg.server_pid) : -1;
+
+  bool joins_complete = true;
+  if (cfg.rooms > 0) {
+    l.start_joins();
+    joins_complete = run_for(l, cfg.connect_timeout + 10, "join", last, t0, [&] {
+      const auto& c = l.counters();
+      return c.joined + c.disconnects >= c.upgraded;
+    });
+  }
+
+  l.start_pushing();
+  run_for(l, cfg.warmup, "warmup", last, t0, [] { return false; });
+  const Snap a = snap(l, cfg.server_pid);
+  run_for(l, cfg.duration, "measure", last, t0, [] { return false; });
+  const Snap b = snap(l, cfg.server_pid);
+  const long rss_end = cfg.server_pid ? connbench::read_proc_rss_kb(cfg.server_pid) : -1;
+  l.stop_pushing();
+  const bool drained = run_for(l, cfg.drain, "drain", last, t0, [&] {
+    const auto& c = l.counters();
+    return c.push_replies + c.push_errors >= c.pushes_sent && c.frames >= c.expected;
+  });
+  const Counters& f = l.counters();
+
+  const double window = secs(b.t - a.t);
+  const auto p = connbench::percentiles(diff(b.hist, a.hist));
+  const double frames = static_cast<double>(b.c.frames - a.c.frames);
+  auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::string out = "RESULT tool=pushbench";
+  char buf[512];
+  auto add = [&](const char* fmt, auto... v) {
+    std::snprintf(buf, sizeof buf, fmt, v...);
+    out += buf;
+  };
+  add(" connections=%d rooms=%d push_rate=%.0f room_rate=%.0f payload=%d pushers=%d duration_s=%.1f",
+      cfg.connections, cfg.rooms, cfg.push_rate, cfg.room_rate, cfg.payload, cfg.pushers, cfg.duration);
+  add(" connected=%llu failed=%llu joined=%llu connect_ramp_s=%.3f ramp_complete=%d joins_complete=%d",
+      ull(upgraded), ull(f.failed), ull(f.joined), ramp_s, ramp_complete ? 1 : 0, joins_complete ? 1 : 0);
+  add(" pushes_per_s=%.0f frames_per_s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",
+      static_cast<double>(b.c.push_replies - a.c.push_replies) / window, frames / window, p.p50_us, p.p99_us,
+      p.p999_us, p.max_us);
+  add(" pushes=%llu expected=%llu frames=%llu lost=%llu lost_gaps=%llu out_of_order=%llu drained=%d",
+      ull(f.pushes_sent), ull(f.expected), ull(f.frames), ull(f.expected > f.frames ? f.expected - f.frames : 0),
+      ull(f.lost_gaps), ull(f.out_of_order), drained ? 1 : 0);
+  add(" push_errors=%llu push_late=%llu bad_frames=%llu error_replies=%llu disconnects=%llu closes_1008=%llu"
+      " closes_other=%llu pings=%llu",
+      ull(f.push_errors), ull(f.push_late), ull(f.bad_frames), ull(f.error_replies), ull(f.disconnects),
+      ull(f.closes_1008), ull(f.closes_other), ull(f.pings));
+  if (cfg.server_pid && rss_before >= 0 && rss_idle >= 0 && upgraded > 0)
+    add(" rss_before_kb=%ld rss_idle_kb=%ld bytes_per_idle_conn=%.0f", rss_before, rss_idle,
+        static_cast<double>(rss_idle - rss_before) * 1024.0 / static_cast<double>(upgraded));
+  if (cfg.server_pid && a.server_ok && b.server_ok) {
+    const double cpu = b.server_cpu - a.server_cpu;
+    add(" rss_kb=%ld server_cpu_s=%.3f cpu_us_per_push=%.3f", rss_end, cpu, frames > 0 ? cpu * 1e6 / frames : 0.0);
+  }
+  add(" client_cpu_s=%.2f", b.self_cpu - a.self_cpu);
+  std::printf("%s\n", out.c_str());
+  std::fflush(stdout);
+  return 0;
+}
