@@ -18,7 +18,9 @@
 //   once (the fiber's state word, runtime/fiber.hpp), and a late one is a
 //   spurious wake-up for whatever the fiber parks on next — which every
 //   parker in herd tolerates; fibers stay readable a grace period after they
-//   die (rt::retire), as the sockets' waiters rely on too.
+//   die (rt::retire), as the sockets' waiters rely on too. That grace
+//   period counts workers only: a close from a plain thread wakes under the
+//   lock instead, where the waiter cannot have left its wait.
 // * Active-mode delivery (pump): turns queued bytes (and EOF) into messages
 //   to the end's owner as its mode allows, under the lock, and sends them
 //   after unlocking. One pump at a time per end (`delivering`): a second one
@@ -34,6 +36,7 @@
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/fiber.hpp>
 #include <herd/runtime/sched.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include "buffer_pool.hpp"
 
@@ -47,9 +50,9 @@ namespace herd::net {
 
 namespace detail {
 
-struct spin_lock {
+struct HERD_CAPABILITY("spin lock") spin_lock {
   std::atomic<bool> held{false};
-  void lock() noexcept {
+  void lock() noexcept HERD_ACQUIRE() {
     int spins = 0;
     while (held.exchange(true, std::memory_order_acquire)) {
       while (held.load(std::memory_order_relaxed)) {
@@ -58,7 +61,7 @@ struct spin_lock {
       }
     }
   }
-  void unlock() noexcept { held.store(false, std::memory_order_release); }
+  void unlock() noexcept HERD_RELEASE() { held.store(false, std::memory_order_release); }
 };
 
 struct memory_end {
@@ -96,10 +99,10 @@ herd::pid pid_of(uint64_t v) noexcept { return pid{static_cast<uint32_t>(v), sta
 std::atomic<uint64_t> g_next_memory_id{uint64_t(1) << 62};
 constexpr std::size_t max_buffer_bytes = std::size_t(16) << 20;
 
-struct guard {
+struct HERD_SCOPED_CAPABILITY guard {
   spin_lock& l;
-  explicit guard(spin_lock& x) noexcept : l(x) { l.lock(); }
-  ~guard() { l.unlock(); }
+  explicit guard(spin_lock& x) noexcept HERD_ACQUIRE(x) : l(x) { l.lock(); }
+  ~guard() HERD_RELEASE() { l.unlock(); }
 };
 
 void wake_if(rt::fiber* f) noexcept {
@@ -168,6 +171,7 @@ void pump(memory_pipe* p, int side) {
     }
     herd::pid to = pid_of(e.owner.load(std::memory_order_relaxed));
     socket_id id = e.id;
+    if (!rt::current()) wake_if(std::exchange(out.writer, nullptr));  // see end_it
     p->lock.unlock();
     wake_if(out.writer);
     if (out.data) herd::send(to, tcp_data{id, std::move(*out.data)});
@@ -420,6 +424,13 @@ void end_it(memory_pipe* p, uint8_t side, bool reset) noexcept {
       }
     }
     reader = std::exchange(in.reader, nullptr);
+    if (!rt::current()) {
+      // A plain thread closing: it is no worker, so the fibers' grace period
+      // (rt::retire) does not cover a wake after unlocking. Under the lock
+      // the waiter cannot have left its wait (it takes the lock to).
+      detail::wake_if(std::exchange(writer, nullptr));
+      detail::wake_if(std::exchange(reader, nullptr));
+    }
   }
   detail::wake_if(writer);
   detail::wake_if(reader);

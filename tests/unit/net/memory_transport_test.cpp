@@ -333,3 +333,63 @@ TEST_CASE("memory: many pairs, each served by a hibernating process, echo and cl
   CHECK(echoed == n);
   CHECK(closed == n);
 }
+
+TEST_CASE("memory: a reader that closes wakes a writer waiting for room with errc::reset", "[net][memory]") {
+  errc writer_got{};
+  bool parked = false;
+  herd::test::run_node(node_opts(), [&] {
+    herd::net::memory_options o;
+    o.buffer_bytes = 100;
+    herd::pid me = herd::self();
+    auto c = herd::net::memory_connect([me](memory_transport s) { herd::send(me, s.send(pattern(1000)).code()); }, o);
+    REQUIRE(c);
+    parked = herd::test::eventually([&] { return herd::test::parked(c->server); });
+    c->client.close();
+    writer_got = herd::receive([](errc e) { return e; }, herd::after(30s, [] { return errc::system; }));
+  });
+  CHECK(parked);
+  CHECK(writer_got == errc::reset);
+}
+
+TEST_CASE("memory: a close from a plain thread wakes the peer parked in recv", "[net][memory]") {
+  errc got{};
+  herd::test::run_node(node_opts(), [&] {
+    auto p = herd::net::memory_pair();
+    REQUIRE(p);
+    memory_transport far = std::move(p->first);
+    herd::pid me = herd::self();
+    std::thread t([&] {
+      herd::test::eventually_on_thread([me] { return herd::test::parked(me); }, 60s);
+      far.close();
+    });
+    got = p->second.recv(0, 60s).code();
+    herd::blocking([&] { t.join(); });
+  });
+  CHECK(got == errc::closed);
+}
+
+TEST_CASE("memory: try_send takes what fits, sndbuf sets the buffer, bad sizes are refused", "[net][memory]") {
+  std::size_t took = 0, then = 0, after_grow = 0;
+  errc bad_pair{}, bad_sndbuf{};
+  herd::test::run_node(node_opts(), [&] {
+    herd::net::memory_options o;
+    o.buffer_bytes = 10;
+    auto p = herd::net::memory_pair(o);
+    REQUIRE(p);
+    took = p->first.try_send("0123456789abc").value();
+    then = p->first.try_send("x").value();
+    herd::net::socket_options so;
+    so.sndbuf = 20;
+    REQUIRE(p->first.set_options(so));
+    after_grow = p->first.try_send("0123456789abc").value();
+    so.sndbuf = -1;
+    bad_sndbuf = p->first.set_options(so).code();
+    o.buffer_bytes = 0;
+    bad_pair = herd::net::memory_pair(o).code();
+  });
+  CHECK(took == 10);
+  CHECK(then == 0);
+  CHECK(after_grow == 10);
+  CHECK(bad_sndbuf == errc::bad_options);
+  CHECK(bad_pair == errc::bad_options);
+}
