@@ -9,7 +9,10 @@
 // waits until the connection processes have given their stacks back, and
 // reads the resident set size.
 //
-//   c1000k [sessions...]        (default: 100000; e.g. c1000k 100000 1000000)
+//   c1000k [--baseline] [sessions...]   (default: 100000; e.g. c1000k 100000 1000000)
+//
+// --baseline: the same processes, hibernating, pinged with plain messages and
+// no transport: what the process alone costs (the difference is the pair's).
 //
 // One RESULT line per size. bytes_per_idle_session is the RSS growth divided
 // by the sessions: both ends of the pair, the connection process (hibernated,
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string_view>
 #include <vector>
 
 using herd::net::active;
@@ -81,6 +85,40 @@ bool open_sessions(std::vector<memory_transport>& out, std::size_t count) {
   return true;
 }
 
+struct ping {
+  herd::pid from;
+  bool stop;
+};
+struct pong {};
+
+void idle_process() {
+  herd::hibernate([] {
+    bool more = herd::receive([](const ping& p) {
+      if (!p.stop) herd::send(p.from, pong{});
+      return !p.stop;
+    });
+    if (more) idle_process();
+  });
+}
+
+// The baseline: `count` hibernating processes, each pinged once.
+bool open_processes(std::vector<herd::pid>& out, std::size_t count) {
+  constexpr std::size_t batch = 2000;
+  for (std::size_t done = 0; done < count;) {
+    std::size_t k = std::min(batch, count - done);
+    for (std::size_t i = 0; i < k; ++i) {
+      herd::pid p = herd::spawn([] { idle_process(); });
+      herd::send(p, ping{herd::self(), false});
+      out.push_back(p);
+    }
+    for (std::size_t i = 0; i < k; ++i)
+      if (!herd::receive([](const pong&) { return true; }, herd::after(std::chrono::seconds(60), [] { return false; })))
+        return false;
+    done += k;
+  }
+  return true;
+}
+
 // Waits until at most `slack` stacks are in use (the rest hibernated).
 void settle(herd::node& node, uint64_t slack) {
   for (int i = 0; i < 5000 && node.runtime().metrics().stacks_in_use > slack; ++i)
@@ -92,7 +130,11 @@ void settle(herd::node& node, uint64_t slack) {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  bool baseline = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--baseline") baseline = true;
+    else sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
   if (sizes.empty()) sizes.push_back(100000);
   std::size_t largest = 0;
   for (std::size_t n : sizes) {
@@ -109,6 +151,34 @@ int main(int argc, char** argv) {
   herd::node node(no);
   int rc = 0;
   node.run([&] {
+    if (baseline) {
+      for (std::size_t n : sizes) {
+        std::vector<herd::pid> warm, procs;
+        procs.reserve(n);
+        if (!open_processes(warm, 1000)) {
+          rc = 1;
+          return;
+        }
+        settle(node, 64);
+        long before = rss_bytes();
+        if (!open_processes(procs, n)) {
+          rc = 1;
+          return;
+        }
+        settle(node, 64);
+        long after = rss_bytes();
+        std::printf("RESULT c1000k_baseline processes=%zu rss_growth_bytes=%ld bytes_per_idle_process=%.0f "
+                    "driver_pid_bytes=%zu stacks_in_use=%llu\n",
+                    n, after - before, double(after - before) / double(n), sizeof(herd::pid),
+                    (unsigned long long)node.runtime().metrics().stacks_in_use);
+        std::fflush(stdout);
+        for (herd::pid p : warm) herd::send(p, ping{herd::self(), true});
+        for (herd::pid p : procs) herd::send(p, ping{herd::self(), true});
+        for (int i = 0; i < 10000 && herd::current_node_stats().live_processes > 1; ++i)
+          herd::sleep(std::chrono::milliseconds(2));
+      }
+      return;
+    }
     for (std::size_t n : sizes) {
       std::vector<memory_transport> warm;
       if (!open_sessions(warm, 1000)) {  // pools, allocator arenas, the process table's pages
