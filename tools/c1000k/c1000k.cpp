@@ -13,6 +13,9 @@
 //
 // --baseline: the same processes, hibernating, pinged with plain messages and
 // no transport: what the process alone costs (the difference is the pair's).
+// --speed: one pair between two processes: 1-byte round trips ({active,
+// once} on both sides, the server not hibernating) and a 256 MiB stream
+// (64 KiB sends into the default 64 KiB buffer, the reader in active once).
 //
 // One RESULT line per size. bytes_per_idle_session is the RSS growth divided
 // by the sessions: both ends of the pair, the connection process (hibernated,
@@ -119,6 +122,43 @@ bool open_processes(std::vector<herd::pid>& out, std::size_t count) {
   return true;
 }
 
+void speed() {
+  constexpr int trips = 200000;
+  auto c = herd::net::memory_connect([](memory_transport s) {
+    if (!s.set_active(active::once())) return;
+    for (bool open = true; open;)
+      herd::receive(
+          [&](herd::net::tcp_data& d) {
+            if (!s.send(d.data.view()) || !s.set_active(active::once())) open = false;
+          },
+          [&](const herd::net::tcp_closed&) { open = false; });
+  });
+  if (!c) return;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < trips; ++i) {
+    if (!c->client.set_active(active::once()) || !c->client.send("p")) return;
+    herd::receive([](herd::net::tcp_data&) {});
+  }
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / trips;
+  c->client.close();
+  constexpr std::size_t total = std::size_t(256) << 20;
+  std::string chunk(64 * 1024, 'z');
+  auto sink = herd::net::memory_connect([total, me = herd::self()](memory_transport s) {
+    std::size_t got = 0;
+    while (got < total && s.set_active(active::once()))
+      herd::receive([&](herd::net::tcp_data& d) { got += d.data.size(); });
+    herd::send(me, got);
+  });
+  if (!sink) return;
+  t0 = std::chrono::steady_clock::now();
+  for (std::size_t sent = 0; sent < total; sent += chunk.size())
+    if (!sink->client.send(chunk)) return;
+  std::size_t got = herd::receive([](std::size_t n) { return n; });
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("RESULT c1000k_speed round_trip_us=%.2f stream_mib_per_s=%.0f stream_bytes=%zu\n", us,
+              double(got) / double(1 << 20) / s, got);
+}
+
 // Waits until at most `slack` stacks are in use (the rest hibernated).
 void settle(herd::node& node, uint64_t slack) {
   for (int i = 0; i < 5000 && node.runtime().metrics().stacks_in_use > slack; ++i)
@@ -130,9 +170,10 @@ void settle(herd::node& node, uint64_t slack) {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
-  bool baseline = false;
+  bool baseline = false, speed_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--baseline") baseline = true;
+    else if (std::string_view(argv[i]) == "--speed") speed_only = true;
     else sizes.push_back(std::strtoull(argv[i], nullptr, 10));
   }
   if (sizes.empty()) sizes.push_back(100000);
@@ -151,6 +192,10 @@ int main(int argc, char** argv) {
   herd::node node(no);
   int rc = 0;
   node.run([&] {
+    if (speed_only) {
+      speed();
+      return;
+    }
     if (baseline) {
       for (std::size_t n : sizes) {
         std::vector<herd::pid> warm, procs;
