@@ -154,31 +154,39 @@ bool take_messages(memory_end& e, outgoing& out) {
   return false;
 }
 
+// An exception (out of memory: a block or a message) leaves the lock free
+// and the end pumpable again; what was taken with it is lost.
 void pump(memory_pipe* p, int side) {
   memory_end& e = p->e[side];
-  p->lock.lock();
-  if (e.delivering) {
-    p->lock.unlock();
-    return;
+  {
+    guard g(p->lock);
+    if (e.delivering) return;
+    e.delivering = true;
   }
-  e.delivering = true;
-  for (;;) {
-    outgoing out;
-    if (!take_messages(e, out)) {
-      e.delivering = false;
-      p->lock.unlock();
-      return;
+  try {
+    for (;;) {
+      outgoing out;
+      herd::pid to;
+      socket_id id = e.id;
+      {
+        guard g(p->lock);
+        if (!take_messages(e, out)) {
+          e.delivering = false;
+          return;
+        }
+        to = pid_of(e.owner.load(std::memory_order_relaxed));
+        if (!rt::current()) wake_if(std::exchange(out.writer, nullptr));  // see end_it
+      }
+      wake_if(out.writer);
+      if (out.data) herd::send(to, tcp_data{id, std::move(*out.data)});
+      if (out.passive) herd::send(to, tcp_passive{id});
+      if (out.error) herd::send(to, tcp_error{id, error{errc::reset, 0, "the peer aborted"}});
+      if (out.closed) herd::send(to, tcp_closed{id});
     }
-    herd::pid to = pid_of(e.owner.load(std::memory_order_relaxed));
-    socket_id id = e.id;
-    if (!rt::current()) wake_if(std::exchange(out.writer, nullptr));  // see end_it
-    p->lock.unlock();
-    wake_if(out.writer);
-    if (out.data) herd::send(to, tcp_data{id, std::move(*out.data)});
-    if (out.passive) herd::send(to, tcp_passive{id});
-    if (out.error) herd::send(to, tcp_error{id, error{errc::reset, 0, "the peer aborted"}});
-    if (out.closed) herd::send(to, tcp_closed{id});
-    p->lock.lock();
+  } catch (...) {
+    guard g(p->lock);
+    e.delivering = false;
+    throw;
   }
 }
 
@@ -293,28 +301,26 @@ result<buffer> memory_transport::recv(std::size_t max, std::chrono::milliseconds
   memory_end& me = p->e[side_];
   uint64_t deadline = detail::deadline_of(timeout);
   for (;;) {
+    std::optional<buffer> got;
+    rt::fiber* writer = nullptr;
+    bool eof = false, reset = false;
     {
-      p->lock.lock();
-      if (me.mode != active::kind::passive) {
-        p->lock.unlock();
+      detail::guard g(p->lock);  // take_bytes may throw (out of memory)
+      if (me.mode != active::kind::passive)
         return error{errc::bad_options, 0, "recv on a transport in an active mode"};
-      }
       if (!me.q.empty()) {
-        buffer b = detail::take_bytes(me, max);
-        rt::fiber* w = std::exchange(me.writer, nullptr);
-        p->lock.unlock();
-        detail::wake_if(w);
-        return b;
-      }
-      if (me.in_eof) {
-        bool reset = me.in_reset && !me.eof_told;
+        got = detail::take_bytes(me, max);
+        writer = std::exchange(me.writer, nullptr);
+      } else if (me.in_eof) {
+        eof = true;
+        reset = me.in_reset && !me.eof_told;
         me.eof_told = true;
-        p->lock.unlock();
-        if (reset) return error{errc::reset, 0, "recv: the peer aborted"};
-        return error{errc::closed, 0, "recv"};
       }
-      p->lock.unlock();
     }
+    detail::wake_if(writer);
+    if (got) return std::move(*got);
+    if (reset) return error{errc::reset, 0, "recv: the peer aborted"};
+    if (eof) return error{errc::closed, 0, "recv"};
     if (!detail::wait_until(p, &memory_end::reader, me, deadline, [&] { return !me.q.empty() || me.in_eof; }))
       return error{errc::timeout, 0, "recv"};
   }
