@@ -13,7 +13,7 @@ namespace {
 
 class echo_handler final : public herd::net::protocol {
  public:
-  bool on_data(herd::net::tcp_socket& sock, std::string_view bytes) override { return bool(sock.send(bytes)); }
+  bool on_data(herd::net::stream& sock, std::string_view bytes) override { return bool(sock.send(bytes)); }
 };
 
 }  // namespace

@@ -36,7 +36,7 @@ constexpr std::size_t max_line = 64 * 1024;
 
 class line_handler final : public herd::net::protocol {
  public:
-  bool on_data(herd::net::tcp_socket& sock, std::string_view bytes) override {
+  bool on_data(herd::net::stream& sock, std::string_view bytes) override {
     std::string out;
     while (!bytes.empty()) {
       const std::size_t nl = bytes.find('\n');

@@ -1,4 +1,6 @@
-// The connection loop behind module_protocol: one actor per connection,
+// The connection loop behind module_protocol and serve_module: one actor per
+// connection, over a tcp_socket or a memory_transport (the loop is a template
+// on the transport; the handler sees it as a net::stream),
 // {active, once}, and a handler_ref to the module's handler. Versions switch
 // only here, between messages: after a message is taken from the mailbox and
 // before the handler sees it, and before the actor hibernates.
@@ -54,12 +56,14 @@ void switch_if_outdated(handler& h) {
   }
 }
 
-step next_message(handler& h, tcp_socket& s, const protocol_options& o) {
+template <class T>
+step next_message(handler& h, T& conn, const protocol_options& o) {
+  stream s(conn);
   return herd::receive(
       [&](tcp_data& d) {
         switch_if_outdated(h);
         if (!h->on_data(s, d.data.view())) return step::done;
-        return s.set_active(active::once()) ? step::more : step::done;
+        return conn.set_active(active::once()) ? step::more : step::done;
       },
       [](const tcp_closed&) { return step::done; },
       [](const tcp_error&) { return step::done; },
@@ -78,8 +82,10 @@ step next_message(handler& h, tcp_socket& s, const protocol_options& o) {
       herd::after(o.idle_hibernate, [] { return step::idle; }));
 }
 
-// `woken`: called from the hibernate continuation.
-void serve(handler h, tcp_socket s, protocol_options o, bool woken) {
+// `woken`: called from the hibernate continuation. A template on the
+// transport (not a stream): the hibernate continuation must own it.
+template <class T>
+void serve(handler h, T s, protocol_options o, bool woken) {
   for (;;) {
     step st = next_message(h, s, o);
     if (st == step::switched && woken) st = step::idle;
@@ -88,9 +94,11 @@ void serve(handler h, tcp_socket s, protocol_options o, bool woken) {
       case step::more:
       case step::switched:
         break;
-      case step::done:
-        h->on_close(s);
+      case step::done: {
+        stream st(s);
+        h->on_close(st);
         return;
+      }
       case step::idle:
         switch_if_outdated(h);
         herd::hibernate([h = std::move(h), s = std::move(s), o]() mutable {
@@ -98,6 +106,19 @@ void serve(handler h, tcp_socket s, protocol_options o, bool woken) {
         });
     }
   }
+}
+
+template <class T>
+void start(const std::string& module, T s, const protocol_options& o) {
+  handler h = herd::modules::create<protocol>(module);
+  h.watch();
+  stream st(s);
+  h->on_connect(st);
+  if (!s.valid() || !s.set_active(active::once())) {
+    h->on_close(st);
+    return;
+  }
+  serve(std::move(h), std::move(s), o, false);
 }
 
 }  // namespace
@@ -108,16 +129,15 @@ herd::timer_ref start_timer(std::chrono::milliseconds delay, uint64_t tag) {
 }
 
 connection_handler module_protocol(std::string module, protocol_options o) {
-  return [module = std::move(module), o](tcp_socket s) {
-    handler h = herd::modules::create<protocol>(module);
-    h.watch();
-    h->on_connect(s);
-    if (!s.valid() || !s.set_active(active::once())) {
-      h->on_close(s);
-      return;
-    }
-    serve(std::move(h), std::move(s), o, false);
-  };
+  return [module = std::move(module), o](tcp_socket s) { start(module, std::move(s), o); };
+}
+
+void serve_module(const std::string& module, tcp_socket conn, protocol_options o) {
+  start(module, std::move(conn), o);
+}
+
+void serve_module(const std::string& module, memory_transport conn, protocol_options o) {
+  start(module, std::move(conn), o);
 }
 
 }  // namespace herd::net

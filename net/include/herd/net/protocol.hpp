@@ -25,7 +25,7 @@
 //
 //   // line_handler.cpp, built with herd_add_module(line_v2 line_handler.cpp)
 //   struct lines final : herd::net::protocol {
-//     bool on_data(herd::net::tcp_socket& s, std::string_view bytes) override {
+//     bool on_data(herd::net::stream& s, std::string_view bytes) override {
 //       return bool(s.send(bytes));
 //     }
 //   };
@@ -41,6 +41,8 @@
 #include <herd/actors/receive.hpp>
 #include <herd/actors/timers.hpp>
 #include <herd/net/listener.hpp>
+#include <herd/net/memory_transport.hpp>
+#include <herd/net/stream.hpp>
 #include <herd/net/tcp.hpp>
 
 #include <chrono>
@@ -50,23 +52,26 @@
 
 namespace herd::net {
 
+// The callbacks get the connection's transport as a net::stream (stream.hpp):
+// the same module serves TCP connections (module_protocol) and in-memory ones
+// (serve_module over a memory_transport).
 class protocol : public herd::handler {
  public:
   using herd_interface = protocol;
 
   // A new connection, before any data (not called on a handler that took
   // over a connection through code_change).
-  virtual void on_connect(tcp_socket& sock) { (void)sock; }
+  virtual void on_connect(stream& sock) { (void)sock; }
   // Bytes from the peer, as they came (no framing). false: end the
   // connection. An exception ends the actor with it (a crash report).
-  virtual bool on_data(tcp_socket& sock, std::string_view bytes) = 0;
+  virtual bool on_data(stream& sock, std::string_view bytes) = 0;
   // Any other message: a push from another process, the module's own timer
   // (send_after to herd::self()), a protocol_timer, a monitor's down... (the
   // `info` of cowboy's websocket_info). Match with m.is<T>() / m.get<T>(); the
   // value may be moved out of *m.get<T>(). A type that crosses versions (v1
   // set the timer, v2 takes it) must keep its name and layout. false: end the
   // connection. Default: the message is dropped.
-  virtual bool on_message(tcp_socket& sock, const herd::any_message& m) {
+  virtual bool on_message(stream& sock, const herd::any_message& m) {
     (void)sock;
     (void)m;
     return true;
@@ -77,14 +82,14 @@ class protocol : public herd::handler {
   // on_data or on_message returns false; the drain's timeout kills it if it
   // never does. A reply being written by on_data when the drain begins is
   // finished either way: this is called between messages.
-  virtual bool on_draining(tcp_socket& sock) {
+  virtual bool on_draining(stream& sock) {
     (void)sock;
     return false;
   }
   // The connection is over (the peer closed or reset it, on_data or
   // on_message said so, or the listener drains); the socket may still be
   // written to. The host closes it afterwards.
-  virtual void on_close(tcp_socket& sock) { (void)sock; }
+  virtual void on_close(stream& sock) { (void)sock; }
 };
 
 // What start_timer delivers (through on_message).
@@ -110,5 +115,14 @@ struct protocol_options {
 // version on each connection (with {active, once}). A connection whose
 // module is not loaded ends with a module_error (a crash report).
 connection_handler module_protocol(std::string module, protocol_options o = {});
+
+// The same connection loop in the calling process (which must own `conn`),
+// over either transport; returns when the connection is over. For a
+// connection made without a listener:
+//   herd::net::memory_connect([](herd::net::memory_transport t) {
+//     herd::net::serve_module("lines", std::move(t));
+//   });
+void serve_module(const std::string& module, tcp_socket conn, protocol_options o = {});
+void serve_module(const std::string& module, memory_transport conn, protocol_options o = {});
 
 }  // namespace herd::net

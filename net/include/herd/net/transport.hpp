@@ -1,6 +1,8 @@
 // The transport seam (Ranch's ranch_transport): what a connection handler
 // needs from a byte stream, so a TLS transport can be added later without
-// touching handlers. tcp_socket is the one transport today.
+// touching handlers. tcp_socket and memory_transport (memory_transport.hpp,
+// an in-memory pair) are the transports today; net::stream (stream.hpp) is a
+// type-erased reference to either, and a transport itself.
 //
 // A transport is a move-only handle owned by one process that provides the
 // operations below with tcp_socket's meaning, and delivers its active-mode
