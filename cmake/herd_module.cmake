@@ -96,7 +96,10 @@ function(herd_generate_module_abi out_dir)
     ${PROJECT_SOURCE_DIR}/actors/include/*.hpp
     ${PROJECT_SOURCE_DIR}/supervisors/include/*.hpp
     ${PROJECT_SOURCE_DIR}/net/include/*.hpp
-    ${PROJECT_SOURCE_DIR}/tables/include/*.hpp)
+    ${PROJECT_SOURCE_DIR}/tables/include/*.hpp
+    # A WebSocket handler module compiles herd_http's and herd_ws's inline code and layouts.
+    ${PROJECT_SOURCE_DIR}/http/include/*.hpp
+    ${PROJECT_SOURCE_DIR}/websocket/include/*.hpp)
   list(SORT headers)
   set(all "")
   foreach(h ${headers})

@@ -187,6 +187,9 @@ process_row row_of(const process* p, const running_set& run, uint64_t now) {
   r.reductions = p->reductions.load(std::memory_order_relaxed);
   r.memory = memory_of(p, r.mailbox);
   r.age_ms = now > p->spawned_ms ? now - p->spawned_ms : 0;
+  if (const char* proto = p->protocol.load(std::memory_order_relaxed)) r.protocol = proto;
+  r.out_frames = p->out_frames.load(std::memory_order_relaxed);
+  r.out_bytes = p->out_bytes.load(std::memory_order_relaxed);
   r.hibernated = r.state != status::exiting && p->stack_top.load(std::memory_order_relaxed) == 0 &&
                  static_cast<rt::run_state>(p->state.load(std::memory_order_relaxed)) == rt::run_state::waiting;
   return r;
@@ -251,6 +254,17 @@ std::optional<status> status_from(std::string_view s) noexcept {
   for (int i = 0; i < 5; ++i)
     if (s == status_names[i]) return static_cast<status>(i);
   return std::nullopt;
+}
+
+void set_protocol(const char* protocol) noexcept {
+  if (process* p = detail::self_process()) p->protocol.store(protocol, std::memory_order_relaxed);
+}
+
+void set_out_queue(uint64_t frames, uint64_t bytes) noexcept {
+  if (process* p = detail::self_process()) {
+    p->out_frames.store(static_cast<uint32_t>(std::min<uint64_t>(frames, UINT32_MAX)), std::memory_order_relaxed);
+    p->out_bytes.store(bytes, std::memory_order_relaxed);
+  }
 }
 
 process_list processes(const process_query& q) {

@@ -74,6 +74,12 @@ struct alignas(64) process final : rt::fiber {
   // Which exit watchers want to hear of its end (detail/exit_watch.hpp):
   // set by any thread, read by the worker that finishes it. Tail padding too.
   std::atomic<uint8_t> exit_watch{0};
+  // What it says about itself to the observer (introspect::set_protocol,
+  // set_out_queue): a protocol label (static storage) and its outbound queue
+  // to a peer. Owner stores, relaxed; still in the tail padding.
+  std::atomic<const char*> protocol{nullptr};
+  std::atomic<uint64_t> out_bytes{0};
+  std::atomic<uint32_t> out_frames{0};
 
   static process* from(rt::fiber* f) noexcept { return static_cast<process*>(f); }
   void* inline_body() noexcept { return reinterpret_cast<char*>(this) + sizeof(process); }

@@ -82,17 +82,35 @@ std::string render_processes(const json& r) {
   std::string out = integer(r, "total") + " processes, " + integer(r, "matched") + " matched, " +
                     std::to_string(list.size()) + " shown\n";
   if (list.empty()) return out;
-  text_table t({{"PID"},
-                {"NAME OR INITIAL CALL"},
-                {"KIND"},
-                {"STATUS"},
-                {"MAILBOX", align::right},
-                {"REDUCTIONS", align::right},
-                {"MEMORY", align::right},
-                {"AGE", align::right}});
-  for (const auto& p : list)
-    t.add_row({str(p, "pid"), name_or_call(p), kind_or_dash(p), str(p, "status"), integer(p, "mailbox"),
-               integer(p, "reductions"), human_bytes(num(p, "memory")), human_duration_ms(num(p, "age_ms"))});
+  std::vector<text_table::column> columns = {{"PID"},
+                                              {"NAME OR INITIAL CALL"},
+                                              {"KIND"},
+                                              {"STATUS"},
+                                              {"MAILBOX", align::right},
+                                              {"REDUCTIONS", align::right},
+                                              {"MEMORY", align::right},
+                                              {"AGE", align::right}};
+  // PROTOCOL and OUT QUEUE (frames / bytes) only when a shown process said
+  // what it speaks (older nodes send no "protocol"): the table is unchanged
+  // otherwise.
+  bool protocols = false;
+  for (const auto& p : list) protocols = protocols || (p.contains("protocol") && p.at("protocol").is_string());
+  if (protocols) {
+    columns.push_back({"PROTOCOL"});
+    columns.push_back({"OUT QUEUE", align::right});
+  }
+  text_table t(std::move(columns));
+  for (const auto& p : list) {
+    std::vector<std::string> row = {str(p, "pid"), name_or_call(p), kind_or_dash(p), str(p, "status"),
+                                    integer(p, "mailbox"), integer(p, "reductions"), human_bytes(num(p, "memory")),
+                                    human_duration_ms(num(p, "age_ms"))};
+    if (protocols) {
+      bool has = p.contains("protocol") && p.at("protocol").is_string();
+      row.push_back(has ? str(p, "protocol") : "-");
+      row.push_back(has ? integer(p, "out_frames") + " / " + human_bytes(num(p, "out_bytes")) : "-");
+    }
+    t.add_row(std::move(row));
+  }
   return out + "\n" + t.render();
 }
 
@@ -219,6 +237,9 @@ std::string render_process(const json& p) {
   if (p.contains("initial_call")) kv.add("initial call", text_or_dash(p.at("initial_call")));
   if (p.contains("kind")) kv.add("kind", str(p, "kind"));
   kv.add("status", str(p, "status") + (p.at("hibernated").get<bool>() ? " (hibernated)" : ""));
+  if (p.contains("protocol") && p.at("protocol").is_string())
+    kv.add("protocol", str(p, "protocol") + " (out queue: " + integer(p, "out_frames") + " frames, " +
+                           human_bytes(num(p, "out_bytes")) + ")");
   kv.add("mailbox", integer(p, "mailbox") + " messages, " + human_bytes(num(p, "mailbox_bytes")));
   kv.add("reductions", integer(p, "reductions"));
   const json& stack = p.at("stack");

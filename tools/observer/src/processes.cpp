@@ -19,8 +19,18 @@ using namespace herd::introspect;
 // monitors (the protocol's figure).
 constexpr std::chrono::milliseconds relations_wait{100};
 
+// What a process said about itself (introspect::set_protocol): the label,
+// and with one, its outbound queue (a process without one has no queue to
+// show: its rows stay as they were).
+void add_protocol(json& out, const process_row& r) {
+  out["protocol"] = r.protocol.empty() ? json(nullptr) : json(r.protocol);
+  if (r.protocol.empty()) return;
+  out["out_frames"] = r.out_frames;
+  out["out_bytes"] = r.out_bytes;
+}
+
 json row_json(const process_row& r) {
-  return {{"pid", r.id.to_string()},
+  json out = {{"pid", r.id.to_string()},
           {"name", r.name.empty() ? json(nullptr) : json(r.name)},
           {"initial_call", r.initial_call.empty() ? json(nullptr) : json(r.initial_call)},
           {"kind", to_string(r.kind)},
@@ -30,6 +40,8 @@ json row_json(const process_row& r) {
           {"memory", r.memory},
           {"age_ms", r.age_ms},
           {"hibernated", r.hibernated}};
+  add_protocol(out, r);
+  return out;
 }
 
 json pids_json(const std::vector<pid>& v) {
@@ -136,6 +148,7 @@ json process_view(const json& f) {
   out["memory_parts"] = std::move(parts);
   out["stack"] = {{"size", d->stack_size}, {"touched", d->stack_touched}};
   out["hibernated"] = r.hibernated;
+  add_protocol(out, r);
   out["trap_exit"] = rel->answered ? rel->trap_exit : d->trap_exit;
   out["parent"] = pid_json(d->parent);
   out["supervisor"] = pid_json(sup);

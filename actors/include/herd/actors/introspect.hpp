@@ -66,7 +66,21 @@ struct process_row {
   // Reductions since process_query::since was taken (all of them for a
   // process not in it, or when the query had no `since`).
   uint64_t reductions_delta = 0;
+  // What the process said about itself (set_protocol, set_out_queue): empty
+  // and 0 when it said nothing.
+  std::string protocol;
+  uint64_t out_frames = 0;
+  uint64_t out_bytes = 0;
 };
+
+// From a process, about itself, for the observer's rows: the protocol it
+// speaks to a peer ("websocket", "http"; a string with static storage in the
+// host — not in a module, which may be unloaded — or nullptr: none), and
+// its outbound queue (frames and bytes not yet taken by the peer's socket).
+// Relaxed stores into its own control block: no allocation, cheap enough
+// for every write. Outside a process: nothing.
+void set_protocol(const char* protocol) noexcept;
+void set_out_queue(uint64_t frames, uint64_t bytes) noexcept;
 
 // The bytes a queued message is counted as in a scan's `memory` (its header
 // plus a small payload); process_info's relations give the exact figure.

@@ -13,6 +13,7 @@
 // to the caller's frame — it ends when the connection does.
 #pragma once
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/introspect.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/timers.hpp>
 #include <herd/net/listener.hpp>
@@ -101,6 +102,9 @@ void settle(conn<T>& c) {
       return;
     }
   }
+  // The observer's view of the queue: two relaxed stores into this
+  // process's own control block.
+  herd::introspect::set_out_queue(c.s.queued_frames(), c.s.queued_bytes());
   if (!c.s.open() && c.close_deadline == clock::time_point{}) c.close_deadline = clock::now() + c.o().close_timeout;
   if (!c.s.open() && c.s.pending().empty() && !c.write_shut) {
     (void)c.sock.shutdown_write();
@@ -136,6 +140,8 @@ void end(conn<T>& c) {
   } else {
     c.sock.close();
   }
+  herd::introspect::set_out_queue(0, 0);
+  herd::introspect::set_protocol(nullptr);
   c.h->terminate(how);
 }
 
@@ -223,6 +229,7 @@ herd::result<herd::ok, error> serve(T sock, const http::request& req, std::strin
   }
   if (auto r = sock.send(hs.response, o.close_timeout); !r) return error{error::errc::io, 0, r.error().message()};
   detail::count_opened();
+  herd::introspect::set_protocol("websocket");  // the observer's processes view
   auto c = std::make_unique<detail::conn<T>>(
       detail::conn<T>{std::move(sock), std::move(h), session(o.parser, hs.protocol), opts});
   c->last_in = detail::clock::now();
