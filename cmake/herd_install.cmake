@@ -4,14 +4,14 @@
 # --metrics), and run bin/herd-observer against it.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS herd_runtime herd_actors herd_supervisors herd_net herd_tables herd_http herd_module_api herd_observer
+install(TARGETS herd_runtime herd_actors herd_supervisors herd_net herd_tables herd_http herd_ws herd_module_api herd_observer
   EXPORT herdTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS herd-observer RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY runtime/include/herd actors/include/herd supervisors/include/herd net/include/herd
-  tables/include/herd http/include/herd
+  tables/include/herd http/include/herd websocket/include/herd
   tools/observer/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The module ABI header is generated (cmake/herd_module.cmake); herd_add_module for users.
 install(FILES ${PROJECT_BINARY_DIR}/actors/generated/herd/actors/module_abi_config.hpp

@@ -5,7 +5,8 @@
 #                                          an executable that loads modules; LIBS: which of
 #                                          herd's libraries modules may call (default: every
 #                                          layer: herd_runtime herd_actors herd_supervisors
-#                                          herd_net herd_tables; herd::net is accepted for herd_net)
+#                                          herd_net herd_tables herd_http herd_ws; herd::net is
+#                                          accepted for herd_net)
 #
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
@@ -60,7 +61,7 @@ endfunction()
 function(herd_module_host target)
   cmake_parse_arguments(H "" "" "LIBS" ${ARGN})
   if(NOT H_LIBS)
-    set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net herd_tables)
+    set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net herd_tables herd_http herd_ws)
   endif()
   set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
   foreach(lib ${H_LIBS})

@@ -20,6 +20,7 @@ cmake -S "$src" -B "$scratch/user" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" "${fla
 cmake --build "$scratch/user" -v | tee "$scratch/build.log" >/dev/null
 grep -q -- "-fstack-clash-protection" "$scratch/build.log"
 "$scratch/user/herd_user"
+"$scratch/user/web_user"
 echo "find_package(herd): ok"
 
 "$scratch/user/user_module_host" "$scratch/user/every_public_function.so"

@@ -215,7 +215,7 @@ TEST_CASE("outside a process: herd::serve", "[outside]") {
   expect_outside("herd::serve", [](herd::pid) { (void)herd::serve<echo>(); });
 }
 TEST_CASE("outside a process: herd::stop_server", "[outside]") {
-  expect_outside("herd::stop_server", [](herd::pid p) { herd::stop_server(p); });
+  expect_outside("herd::stop_server", [](herd::pid p) { (void)herd::stop_server(p); });
 }
 
 // actors: process.hpp, hibernate.hpp

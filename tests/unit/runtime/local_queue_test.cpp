@@ -266,8 +266,11 @@ void stress(uint32_t n, int thieves, uint32_t initial_index) {
   uint32_t next = 0;
   uint32_t rounds = 0;
   while (next < n) {
-    // On an oversubscribed machine, let the thieves run now and then.
-    if ((++rounds & 15) == 0) std::this_thread::yield();
+    // On an oversubscribed machine, let the thieves run now and then — but
+    // rarely: beside CPU hogs each yield can cost a whole time slice. One
+    // every 16 rounds: 8-16 s for 10M items beside two `yes` hogs (563 s
+    // beside three and four builds); one every 1,024: 0.7-3.9 s.
+    if ((++rounds & 1023) == 0) std::this_thread::yield();
     const uint32_t pushes = 1 + rng() % 8;
     for (uint32_t k = 0; k < pushes && next < n; ++k, ++next) {
       items[next].payload = next * 2654435761u + 1;  // plain write, published by push (P)
