@@ -144,13 +144,16 @@ request_reader::event request_reader::next() {
     // buffer) when it re-parses a last chunk from fewer than 5 bytes
     // (basic_parser.ipp, parse_chunk_header: n >= 5) — as when next() is
     // called again after need_more with "0\r\n" buffered (found by
-    // http_parser_fuzz). A last-chunk line that short is only '0's and CRLF
-    // ("0\r\n", "00\r\n"); waiting for 5 bytes then never stalls a request,
-    // as what is left of one is at least "0\r\n\r\n". Anything else (a
-    // malformed size) goes to Beast at once, to be refused.
-    if (s.p->is_header_done() && s.p->chunked() && s.buf.size() - s.pos < 5 &&
-        std::string_view(s.buf).substr(s.pos).find_first_not_of("0\r\n") == std::string_view::npos)
-      return event::need_more;
+    // http_parser_fuzz). A last-chunk line starts with '0' after the CRLF
+    // that may end the previous chunk's data; with one of under 5 bytes in
+    // hand, wait for more: what is left of a request is then at least
+    // "0\r\n\r\n", so this never stalls one. Anything else (a malformed
+    // size) goes to Beast at once, to be refused.
+    if (s.p->is_header_done() && s.p->chunked() && s.buf.size() - s.pos < 5) {
+      std::string_view left = std::string_view(s.buf).substr(s.pos);
+      std::size_t first = left.find_first_not_of("\r\n");
+      if (first == std::string_view::npos || left[first] == '0') return event::need_more;
+    }
     error_code ec;
     std::size_t used = s.p->put(boost::asio::const_buffer(s.buf.data() + s.pos, s.buf.size() - s.pos), ec);
     s.pos += used;

@@ -222,4 +222,10 @@ TEST_CASE("reader: next() again with only a last chunk's first bytes buffered wa
   r.feed("\n");
   REQUIRE(r.next() == ev::request);
   CHECK(r.take().body.empty());
+  // The fuzzer's second find: a last-chunk line with a stray byte, "0\xd8\r\n".
+  request_reader q;
+  q.feed("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\xd8\r\n");
+  while (q.next() == ev::head) {
+  }
+  CHECK(q.next() != ev::request);
 }
