@@ -16,6 +16,9 @@ if [[ "${1:-}" == "--peers" ]]; then
 fi
 missing=()
 for p in "${pkgs[@]}"; do
+  # NodeSource's nodejs package carries npm itself and conflicts with
+  # Debian's npm: a working `npm` command is enough.
+  [[ "$p" == npm ]] && command -v npm >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
