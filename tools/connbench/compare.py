@@ -142,7 +142,7 @@ def find_connbench(arg, build_dir, log):
     if cmake_built.is_file():
         return cmake_built
     binary = build_dir / "connbench"
-    srcs = [HERE / f for f in ("connbench.cpp", "worker.cpp", "stats.cpp", "worker.hpp", "stats.hpp")]
+    srcs = [HERE / f for f in ("connbench.cpp", "worker.cpp", "stats.cpp", "cli.cpp", "worker.hpp", "stats.hpp", "cli.hpp")]
     if stale(binary, *srcs):
         log(f"# no {cmake_built}; building connbench with g++ into {binary}")
         rc, _, err = run_cmd(["g++", "-std=c++20", "-O2", "-pthread", "-o", str(binary)]

@@ -40,14 +40,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli.hpp"
 #include "stats.hpp"
 #include "worker.hpp"
 
 using namespace connbench;
 
-namespace {
-
-[[noreturn]] void usage_error(const std::string& msg) {
+[[noreturn]] void connbench::usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "connbench: %s\n"
                "usage: connbench --port P [--host 127.0.0.1] [--connections N] [--payload 64]\n"
@@ -58,24 +57,7 @@ namespace {
   std::exit(2);
 }
 
-double parse_num(const std::string& opt, const char* v, double lo, double hi) {
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v, &end);
-  if (errno || end == v || *end || !(x >= lo && x <= hi))
-  {
-    char range[96];
-    std::snprintf(range, sizeof range, " wants a number in [%g, %g], got '", lo, hi);
-    usage_error(opt + range + v + "'");
-  }
-  return x;
-}
-
-int parse_int(const std::string& opt, const char* v, long lo, long hi) {
-  double x = parse_num(opt, v, static_cast<double>(lo), static_cast<double>(hi));
-  if (x != static_cast<double>(static_cast<long>(x))) usage_error(opt + " wants an integer, got '" + v + "'");
-  return static_cast<int>(x);
-}
+namespace {
 
 Config parse(int argc, char** argv) {
   Config c;
@@ -122,33 +104,8 @@ Config parse(int argc, char** argv) {
   } else {
     usage_error("--mode wants echo or chat, got '" + mode + "'");
   }
-  for (int k = 0; k < sources; ++k) {  // 127.0.0.1 .. 127.0.0.K
-    in_addr a{};
-    a.s_addr = htonl((127u << 24) | static_cast<uint32_t>(k + 1));
-    c.sources.push_back(a);
-  }
+  c.sources = loopback_sources(sources);
   return c;
-}
-
-// Raises the soft fd limit to the hard one when needed; exit 2 if even the
-// hard limit is too low, since failing at connection 19,990 is worse.
-void check_fd_limit(long need) {
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  if (static_cast<long>(rl.rlim_cur) >= need) return;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-    getrlimit(RLIMIT_NOFILE, &rl);
-  }
-  if (static_cast<long>(rl.rlim_cur) >= need) return;
-  std::fprintf(stderr,
-               "connbench: need %ld file descriptors but RLIMIT_NOFILE is %llu (hard %llu).\n"
-               "  Raise it: `ulimit -n %ld` (the hard limit needs root or limits.conf, and must\n"
-               "  stay below fs.nr_open = /proc/sys/fs/nr_open), or use fewer --connections.\n",
-               need, static_cast<unsigned long long>(rl.rlim_cur),
-               static_cast<unsigned long long>(rl.rlim_max), need);
-  std::exit(2);
 }
 
 void check_port_range(const Config& c, long conns) {
@@ -239,7 +196,7 @@ int main(int argc, char** argv) {
   Config cfg = parse(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   const long total = cfg.mode == Mode::chat ? cfg.connections + 1 : cfg.connections;
-  check_fd_limit(total + 64L * cfg.threads + 64);
+  check_fd_limit("connbench", total + 64L * cfg.threads + 64);
   check_port_range(cfg, total);
   if (cfg.server_pid && read_proc_rss_kb(cfg.server_pid) < 0) usage_error("--server-pid: no such process");
   if (cfg.threads > total) cfg.threads = static_cast<int>(total);

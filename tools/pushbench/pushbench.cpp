@@ -31,14 +31,18 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "load.hpp"
 
 using namespace pushbench;
+using connbench::check_fd_limit;
+using connbench::loopback_sources;
 using connbench::now_ns;
+using connbench::parse_int;
+using connbench::parse_num;
+using connbench::usage_error;
 
-namespace {
-
-[[noreturn]] void usage_error(const std::string& msg) {
+[[noreturn]] void connbench::usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "pushbench: %s\n"
                "usage: pushbench --port P [--host 127.0.0.1] [--connections N] [--rooms R]\n"
@@ -49,23 +53,7 @@ namespace {
   std::exit(2);
 }
 
-double parse_num(const std::string& opt, const char* v, double lo, double hi) {
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v, &end);
-  if (errno || end == v || *end || !(x >= lo && x <= hi)) {
-    char range[96];
-    std::snprintf(range, sizeof range, " wants a number in [%g, %g], got '", lo, hi);
-    usage_error(opt + range + v + "'");
-  }
-  return x;
-}
-
-int parse_int(const std::string& opt, const char* v, long lo, long hi) {
-  double x = parse_num(opt, v, static_cast<double>(lo), static_cast<double>(hi));
-  if (x != static_cast<double>(static_cast<long>(x))) usage_error(opt + " wants an integer, got '" + v + "'");
-  return static_cast<int>(x);
-}
+namespace {
 
 Config parse(int argc, char** argv) {
   Config c;
@@ -105,29 +93,8 @@ Config parse(int argc, char** argv) {
   if (inet_pton(AF_INET, host.c_str(), &c.dst.sin_addr) != 1)
     usage_error("--host wants a numeric IPv4 address, got '" + host + "'");
   if ((ntohl(c.dst.sin_addr.s_addr) >> 24) != 127) usage_error("--host must be a loopback address (127.x.x.x)");
-  for (int k = 0; k < sources; ++k) {  // 127.0.0.1 .. 127.0.0.K
-    in_addr a{};
-    a.s_addr = htonl((127u << 24) | static_cast<uint32_t>(k + 1));
-    c.sources.push_back(a);
-  }
+  c.sources = loopback_sources(sources);
   return c;
-}
-
-// Raises the soft fd limit to the hard one when needed; exit 2 when even the
-// hard limit is too low, rather than failing at connection 19,990.
-void check_fd_limit(long need) {
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  if (static_cast<long>(rl.rlim_cur) < need && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-    getrlimit(RLIMIT_NOFILE, &rl);
-  }
-  if (static_cast<long>(rl.rlim_cur) >= need) return;
-  std::fprintf(stderr, "pushbench: need %ld file descriptors but RLIMIT_NOFILE is %llu (hard %llu): raise it\n"
-               "  (`ulimit -n`) or use fewer --connections.\n",
-               need, static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(rl.rlim_max));
-  std::exit(2);
 }
 
 struct Snap {
@@ -202,7 +169,7 @@ int main(int argc, char** argv) {
 
 int run(const Config& cfg) {
   signal(SIGPIPE, SIG_IGN);
-  check_fd_limit(cfg.connections + cfg.pushers + 64L);
+  check_fd_limit("pushbench", cfg.connections + cfg.pushers + 64L);
   if (cfg.server_pid && connbench::read_proc_rss_kb(cfg.server_pid) < 0) usage_error("--server-pid: no such process");
 
   Load l(cfg);
