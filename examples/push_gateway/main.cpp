@@ -10,7 +10,8 @@
 //
 // The command line, "listening on ADDR:PORT", the observer and the drain
 // are examples/server_main's. --max-connections limits WebSocket
-// connections (an upgrade past it: 503), not HTTP ones.
+// connections (an upgrade past it: 503); the listener takes 1,024 TCP
+// connections more than that for HTTP.
 #include "../server_main.hpp"
 #include "gateway.hpp"
 
@@ -88,9 +89,11 @@ int main(int argc, char** argv) {
     bad_option(*err);
   st.cfg.max_websockets = o.max_connections;
   st.cfg.idle_hibernate = o.idle_hibernate;
-  // The listener takes every TCP connection: the limit is the gateway's,
-  // counted on upgrades, so the 503 can be answered.
-  o.max_connections = herd::net::infinity_connections;
+  // The limit is the gateway's, counted on upgrades, so that the 503 can be
+  // answered: the listener takes up to http_headroom more TCP connections
+  // (pushers, /stats, refused upgrades) before new ones wait in the backlog.
+  constexpr std::size_t http_headroom = 1024;
+  if (o.max_connections != herd::net::infinity_connections) o.max_connections += http_headroom;
   herd::http::server_options ho;
   ho.limit.max_body = st.cfg.max_message_bytes;
   ho.idle_hibernate = o.idle_hibernate;
