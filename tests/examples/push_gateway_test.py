@@ -17,6 +17,10 @@ CASE:
   hibernated   with --idle-hibernate-ms 10: idle connections still get
                pushes and room messages, answer pings and stay open; a
                silent one is closed with 4000
+  slow-room    a room member that reads nothing is dropped (1008) and leaves
+               the room at once; the member that reads gets every frame
+  limit        --max-connections 2: the slot of a connection that went is
+               given back (a later upgrade gets 101, not 503)
 
 127.0.0.1 only; the gateway is stopped by its PID.
 """
@@ -234,8 +238,88 @@ def hibernated(exe):
     check("drains and exits 0", rc == 0, rc)
 
 
+def slow_room(exe):
+    g = Gateway(exe)
+    try:
+        slow = Ws(g.port, "slowpoke", rcvbuf=4096)
+        slow.send_text("join feed")  # its answer is read with the rest: never
+        reader = g.ws("reader")
+        reader.send_text("join feed")
+        check("the reader joins", reader.recv_text() == "ok join feed")
+        pre = []  # until the slow member's join is served, a room push reaches the reader alone
+
+        def both():
+            pre.append(f"first{len(pre)}")
+            return g.push("room", "feed", pre[-1]) == 2
+        check("both are members", eventually(both, 10))
+        big = "z" * 60000
+        h = Http(g.port)
+        sent, delivered = 0, 2
+        got = []
+
+        def read_all():
+            try:
+                while not got or got[-1] != "after4":
+                    got.append(reader.recv_text(timeout=15))
+            except (TimeoutError, WsClosed):
+                pass
+        t = threading.Thread(target=read_all)
+        t.start()
+        while delivered == 2 and sent < 400:
+            delivered = g.push("room", "feed", f"{sent}:{big}", h)
+            sent += 1
+        check("the slow member leaves the room: a later room push delivers 1", delivered == 1, delivered)
+        for i in range(5):
+            g.push("room", "feed", f"after{i}", h)
+        stats = g.stats()
+        check("dropped counts it", stats["dropped"] == 1, stats)
+        code = None
+        try:
+            while True:
+                op, data = slow.recv(timeout=15)
+                if op == 8:
+                    code = int.from_bytes(data[:2], "big")
+                    break
+        except (WsClosed, TimeoutError) as e:
+            code = str(e)
+        check("the slow member gets close 1008", code == 1008, code)
+        t.join()
+        want = pre + [f"{i}:{big}" for i in range(sent)] + [f"after{i}" for i in range(5)]
+        check("the reader got every room frame, in order", got == want, f"{len(got)} of {len(want)}")
+    finally:
+        rc = g.stop()
+    check("drains and exits 0", rc == 0, rc)
+
+
+def limit(exe):
+    g = Gateway(exe, "--max-connections", "2")
+    try:
+        a, b = g.ws("a"), g.ws("b")
+        try:
+            Ws(g.port, "c")
+            third = "101"
+        except ConnectionError as e:
+            third = str(e)
+        check("a third upgrade is refused with 503", "503" in third, third)
+        a.sock.close()
+
+        def upgrade():
+            try:
+                return g.ws("c")
+            except ConnectionError:
+                return None
+        c = eventually(upgrade, 10)
+        check("after one went, an upgrade gets 101 again", c is not None)
+        check("and it takes pushes", c is not None and g.push("user", "c", "hi") == 1 and c.recv_text() == "hi")
+        b.sock.close()
+    finally:
+        rc = g.stop()
+    check("drains and exits 0", rc == 0, rc)
+
+
 def main():
-    cases = {"options": options, "lifecycle": lifecycle, "concurrent": concurrent, "hibernated": hibernated}
+    cases = {"options": options, "lifecycle": lifecycle, "concurrent": concurrent, "hibernated": hibernated,
+             "slow-room": slow_room, "limit": limit}
     if len(sys.argv) != 3 or sys.argv[1] not in cases:
         sys.exit(__doc__)
     cases[sys.argv[1]](sys.argv[2])
