@@ -30,12 +30,15 @@ conn_handler::~conn_handler() {
   st_.websockets.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void conn_handler::init(ws::session&, const herd::http::request&) {
+void conn_handler::enter() {
+  if (registered_) return;
   self_ = herd::self();
   st_.presence.insert(user_, self_);
   registered_ = true;
   st_.connections.fetch_add(1, std::memory_order_relaxed);
 }
+
+void conn_handler::init(ws::session&, const herd::http::request&) { enter(); }
 
 void conn_handler::handle(ws::session& s, const ws::event& e) {
   if (e.type == ws::event::kind::binary) return s.close(ws::close_code::unsupported, "binary frames are not accepted");

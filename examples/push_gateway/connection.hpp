@@ -18,6 +18,11 @@ class conn_handler final : public herd::ws::handler {
   conn_handler(const conn_handler&) = delete;
   conn_handler& operator=(const conn_handler&) = delete;
 
+  // In the connection's process: into presence. Before the 101 is written
+  // when the upgrade will be accepted (a push the client asks for once it
+  // has read the 101 reaches it: pushes queued before are written after
+  // the 101), else from init.
+  void enter();
   void init(herd::ws::session& s, const herd::http::request& r) override;
   void handle(herd::ws::session& s, const herd::ws::event& e) override;
   void info(herd::ws::session& s, const herd::any_message& m) override;

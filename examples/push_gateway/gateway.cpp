@@ -7,6 +7,7 @@
 #include <herd/http/response.hpp>
 #include <herd/net/tcp.hpp>
 #include <herd/tables/pg.hpp>
+#include <herd/websocket/handshake.hpp>
 #include <herd/websocket/serve.hpp>
 #include <herd/websocket/utf8.hpp>
 
@@ -107,6 +108,7 @@ http::router make_router(state& st) {
     // the upgrade refused or not). serve() is the last call: the process
     // may hibernate inside it.
     auto h = std::make_unique<conn_handler>(st, std::string(*user));
+    if (herd::ws::accept_upgrade(q, st.ws_opts->handshake).accepted) h->enter();
     (void)herd::ws::serve(std::move(s), q, rest, std::move(h), st.ws_opts);
   });
   return r;

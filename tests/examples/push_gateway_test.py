@@ -132,6 +132,11 @@ def lifecycle(exe):
             check(f"{cmd!r} -> {want}...", got.startswith(want), got)
         a.send_text("join lobby")
         check("the connection still serves after bad commands", a.recv_text() == "ok join lobby")
+        fresh = [Ws(g.port, "fresh") for _ in range(20)]  # nothing sent: only the 101 read
+        check("a push sent once the 101 was read reaches the connection",
+              g.push("user", "fresh", "first", h) == 20 and all(w.recv_text() == "first" for w in fresh))
+        for w in fresh:
+            w.sock.close()
         before = g.stats()["pushed"]
         a.send_text("join lobby2")
         a.recv_text()
