@@ -98,6 +98,70 @@ TEST_CASE("ws a client that stops reading is closed as a slow consumer with 1008
   CHECK(after == before + 1);
 }
 
+TEST_CASE("ws handler closing is called once as the slow consumer is decided, long before the connection ends", "[ws][actor][slow]") {
+  std::optional<echo_closing> closing;
+  std::optional<herd::ws::ending> how;
+  int more_closings = 0;
+  auto o = herd::ws::options{};
+  o.max_queued_frames = 100;
+  o.max_queued_bytes = 64 * 1024;
+  o.close_timeout = 30s;  // the connection lingers: closing must not wait for its end
+  with_server(o, [&](uint16_t port) {
+    ws_client c;  // reads nothing until closing was seen
+    if (!herd::blocking([&] { return c.upgraded(port); })) return;
+    herd::pid conn = opened_conn();
+    REQUIRE(conn.valid());
+    std::string big(16 * 1024, 'x');
+    for (int i = 0; i < 20000 && !closing; ++i) {
+      herd::send(conn, big);
+      if (i % 64 == 0) {
+        herd::yield();
+        closing = herd::receive([](const echo_closing& m) { return std::optional<echo_closing>(m); },
+                                herd::after(0ms, [] { return std::optional<echo_closing>(); }));
+      }
+    }
+    if (!closing)
+      closing = herd::receive([](const echo_closing& m) { return std::optional<echo_closing>(m); },
+                              herd::after(10s, [] { return std::optional<echo_closing>(); }));
+    // Only now does the client read its backlog and answer the close.
+    herd::blocking([&] {
+      while (auto f = c.read())
+        if (f->op == opcode::close) break;
+      std::string answer;
+      herd::ws::write_close(answer, 1008, {}, 0x01020304);
+      c.send_raw(answer);
+    });
+    how = ended();
+    while (herd::receive([](const echo_closing&) { return true; }, herd::after(0ms, [] { return false; })))
+      ++more_closings;
+  });
+  REQUIRE(closing);
+  CHECK(closing->sent == 1008);
+  REQUIRE(how);
+  CHECK(how->slow_consumer);
+  CHECK(more_closings == 0);
+}
+
+TEST_CASE("ws handler closing is called once when the peer closes, before terminate", "[ws][actor]") {
+  std::vector<int> seen;  // 1: echo_closing, 2: echo_ended, in the order they came (one sender: sent order)
+  with_server({}, [&](uint16_t port) {
+    ws_client c;
+    if (!herd::blocking([&] { return c.upgraded(port); })) return;
+    REQUIRE(opened_conn().valid());
+    herd::blocking([&] {
+      c.send(opcode::close, std::string("\x03\xe8", 2));
+      (void)c.expect_close();
+    });
+    while (seen.empty() || seen.back() != 2) {
+      int m = herd::receive([](const echo_closing&) { return 1; }, [](const echo_ended&) { return 2; },
+                            herd::after(10s, [] { return 0; }));
+      if (m == 0) break;
+      seen.push_back(m);
+    }
+  });
+  CHECK(seen == std::vector<int>{1, 2});
+}
+
 TEST_CASE("ws pings every interval, and a client that answers nothing is closed with the timeout code", "[ws][actor][heartbeat]") {
   int pings = 0;
   uint16_t code = 0;

@@ -59,6 +59,10 @@ void echo_handler::info(herd::ws::session& s, const herd::any_message& m) {
   if (auto* p = m.get<std::string>()) s.text(*p);
 }
 
+void echo_handler::closing(herd::ws::session& s) {
+  if (observer.valid()) herd::send(observer, echo_closing{herd::self(), s.sent_code()});
+}
+
 void echo_handler::terminate(const herd::ws::ending& how) {
   if (observer.valid()) herd::send(observer, echo_ended{herd::self(), how});
 }

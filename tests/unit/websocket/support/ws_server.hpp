@@ -22,6 +22,10 @@ struct echo_opened {
   herd::pid conn;
   std::string protocol;
 };
+struct echo_closing {  // handler::closing: the code of our close frame then (0: answering the peer's)
+  herd::pid conn;
+  uint16_t sent = 0;
+};
 struct echo_ended {
   herd::pid conn;
   herd::ws::ending how;
@@ -29,13 +33,15 @@ struct echo_ended {
 
 // Echoes text and binary messages; a std::string message from another
 // process is pushed as a text frame; a text message "close <code>" makes it
-// close with that code. Tells `observer` (if valid) echo_opened and echo_ended.
+// close with that code. Tells `observer` (if valid) echo_opened, echo_closing and
+// echo_ended.
 struct echo_handler final : herd::ws::handler {
   herd::pid observer;
   explicit echo_handler(herd::pid o) : observer(o) {}
   void init(herd::ws::session& s, const herd::http::request& r) override;
   void handle(herd::ws::session& s, const herd::ws::event& e) override;
   void info(herd::ws::session& s, const herd::any_message& m) override;
+  void closing(herd::ws::session& s) override;
   void terminate(const herd::ws::ending& how) override;
 };
 
