@@ -5,6 +5,7 @@ the Node peer, driven by pushbench, plus wrk against /healthz.
     python3 tools/pushbench/compare.py [--herd build/examples/push_gateway]
         [--reps 3] [--connections 10000,19000] [--rooms 100] [--push-rate 20000]
         [--room-rate 20] [--duration 10] [--warmup 3] [--quick] [--out FILE]
+        [--storm N]
 
 Placement as connbench's `split`: the server on core 0 with one worker
 (--workers 1: GOMAXPROCS=1, Node has one event loop anyway), pushbench and
@@ -13,7 +14,10 @@ connection count, the order rotated per rep. Reported per (connections, key):
 the median of the reps per implementation and its ratio to the better peer's
 median (lower is better for latency, CPU and memory, higher for rates), as
 one `RATIO ...` line each. Raises RLIMIT_NOFILE to the hard limit (children
-inherit it) and vm.max_map_count when it is low and we are root. Every process
+inherit it) and vm.max_map_count when it is low and we are root. --storm N
+has users u0..u(N-1) drop and reconnect within one second, halfway through
+the measured window (pushbench --storm): storm_back_ms is how long until the
+last was back in its room, stable_lost what the others missed. Every process
 it starts is stopped by its PID; 127.0.0.1 only.
 """
 import argparse
@@ -32,9 +36,10 @@ import peers  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LOWER_BETTER = ("p50_us", "p99_us", "p999_us", "max_us", "cpu_us_per_push", "rss_kb", "bytes_per_idle_conn",
-                "connect_ramp_s", "wrk_p50_us", "wrk_p99_us")
+                "connect_ramp_s", "storm_back_ms", "wrk_p50_us", "wrk_p99_us")
 HIGHER_BETTER = ("pushes_per_s", "frames_per_s", "wrk_rps")
-CHECKED = ("connected", "failed", "lost", "drained", "out_of_order", "disconnects", "push_errors", "push_late")
+CHECKED = ("connected", "failed", "lost", "drained", "out_of_order", "disconnects", "push_errors", "push_late",
+           "storm_back", "storm_refused", "stable_lost")
 
 
 def log(out, line=""):
@@ -94,6 +99,8 @@ def run_pushbench(a, server, conns):
             "--rooms", str(a.rooms), "--push-rate", str(a.push_rate), "--room-rate", str(a.room_rate),
             "--duration", str(a.duration), "--warmup", str(a.warmup), "--server-pid", str(server.pid),
             "--sources", "4", "--rate", str(a.rate), "--connect-timeout", "30", "--drain", "10"]
+    if a.storm:
+        argv += ["--storm", str(min(a.storm, conns)), "--storm-at", str(a.duration / 2)]
     timeout = conns / a.rate + a.duration + a.warmup + 180
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     res = parse_result(r.stdout)
@@ -141,6 +148,7 @@ def main():
     # still follows, and 30 s before a connect counts as failed.
     ap.add_argument("--rate", type=float, default=2000, help="WebSocket connects per second")
     ap.add_argument("--no-wrk", action="store_true")
+    ap.add_argument("--storm", type=int, default=0, help="users that drop and reconnect within 1 s (pushbench --storm)")
     ap.add_argument("--quick", action="store_true", help="1 rep, 1,000 connections, 3 s")
     ap.add_argument("--out")
     a = ap.parse_args()

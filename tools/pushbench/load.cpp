@@ -29,6 +29,10 @@ constexpr const char* kAccept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
 
 enum class St : uint8_t { idle, connecting, handshake, open, joining, joined, closed };
 
+// An expected sequence number not known yet: a reconnected user takes the
+// first frame of each pusher as its start.
+constexpr uint32_t kResync = UINT32_MAX;
+
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
 void set_nodelay_nonblock(int fd) {
@@ -50,6 +54,7 @@ struct WsConn {
   bool in_frag = false;
   // Next sequence number expected per (kind: user/room push, pusher).
   uint32_t expect[2][kMaxPushers] = {};
+  bool stormed = false;  // dropped and reconnected by the storm
 };
 
 struct Pusher {
@@ -103,22 +108,79 @@ int Load::connect_to(uint32_t id) {
 
 void Load::open_due(uint64_t now) {
   const double due = cfg_.rate * static_cast<double>(now - t0_) / 1e9 + 1;
-  while (next_open_ < ws_.size() && static_cast<double>(next_open_) < due) {
-    WsConn& w = ws_[next_open_++];
-    w.t_start = now;
-    ++c_.opened;
-    w.fd = connect_to(w.id);
-    if (w.fd < 0) {
-      ++c_.failed;
-      w.st = St::closed;
-      continue;
-    }
-    w.st = St::connecting;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
-    ev.data.u64 = w.id;
-    epoll_ctl(ep_, EPOLL_CTL_ADD, w.fd, &ev);
+  while (next_open_ < ws_.size() && static_cast<double>(next_open_) < due) open_conn(ws_[next_open_++], now);
+}
+
+void Load::open_conn(WsConn& w, uint64_t now) {
+  w.t_start = now;
+  ++c_.opened;
+  w.fd = connect_to(w.id);
+  if (w.fd < 0) {
+    conn_failed(w);
+    w.st = St::closed;
+    return;
   }
+  w.st = St::connecting;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+  ev.data.u64 = w.id;
+  epoll_ctl(ep_, EPOLL_CTL_ADD, w.fd, &ev);
+}
+
+void Load::conn_failed(WsConn& w) { ++(w.stormed ? c_.storm_refused : c_.failed); }
+
+void Load::conn_back() {
+  ++c_.storm_back;
+  storm_last_back_ns_ = now_ns();
+}
+
+void Load::start_storm() {
+  storm_t0_ = now_ns();
+  storm_next_ = 0;
+}
+
+void Load::storm_due(uint64_t now) {
+  if (!storm_t0_) return;
+  const size_t n = std::min(static_cast<size_t>(cfg_.storm), ws_.size());
+  const double due = static_cast<double>(n) * static_cast<double>(now - storm_t0_) / (cfg_.storm_window * 1e9) + 1;
+  while (storm_next_ < n && static_cast<double>(storm_next_) < due) {
+    WsConn& w = ws_[storm_next_++];
+    if (w.fd < 0) continue;  // already gone: not ours to count
+    if (w.id % 2 == 0) {  // a reset, as a crashed client or a NAT timeout
+      linger l{1, 0};
+      setsockopt(w.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    ws_drop(w, false);
+    ++c_.storm_dropped;
+    w.stormed = true;
+    std::string().swap(w.frag);
+    w.in_frag = false;
+    for (auto& k : w.expect)
+      for (auto& e : k) e = kResync;
+    open_conn(w, now);
+  }
+}
+
+bool Load::storm_over() const {
+  return storm_t0_ && storm_next_ >= std::min(static_cast<size_t>(cfg_.storm), ws_.size()) &&
+         c_.storm_back + c_.storm_refused >= c_.storm_dropped;
+}
+
+StableLoss Load::stable_loss() const {
+  StableLoss r;
+  for (const auto& w : ws_) {
+    if (w.stormed || (w.st != St::open && w.st != St::joined)) continue;
+    ++r.connections;
+    for (const auto& p : pushers_) {
+      const uint32_t u = p->user_seq[w.id], got_u = w.expect[0][p->idx];
+      if (u > got_u) r.lost += u - got_u;
+      if (cfg_.rooms > 0) {
+        const uint32_t rs = p->room_seq[w.id % static_cast<uint32_t>(cfg_.rooms)], got_r = w.expect[1][p->idx];
+        if (rs > got_r) r.lost += rs - got_r;
+      }
+    }
+  }
+  return r;
 }
 
 void Load::expire_connects(uint64_t now) {
@@ -126,7 +188,7 @@ void Load::expire_connects(uint64_t now) {
   for (size_t i = 0; i < next_open_; ++i) {
     WsConn& w = ws_[i];
     if ((w.st == St::connecting || w.st == St::handshake) && now - w.t_start > limit) {
-      ++c_.failed;
+      conn_failed(w);
       ws_drop(w, false);
     }
   }
@@ -144,6 +206,7 @@ void Load::ws_drop(WsConn& w, bool count) {
 void Load::step(int timeout_ms) {
   const uint64_t now = now_ns();
   open_due(now);
+  storm_due(now);
   push_due(now);
   epoll_event evs[256];
   int n = epoll_wait(ep_, evs, 256, timeout_ms);
@@ -167,7 +230,7 @@ void Load::on_ws(WsConn& w, uint32_t ev) {
     socklen_t len = sizeof err;
     getsockopt(w.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-      ++c_.failed;
+      conn_failed(w);
       ws_drop(w, false);
       return;
     }
@@ -200,7 +263,7 @@ void Load::ws_read(WsConn& w) {
   for (;;) {
     ssize_t k = recv(w.fd, rbuf_.get(), kReadBuf, 0);
     if (k == 0 || (k < 0 && !would_block())) {
-      if (w.st == St::handshake) ++c_.failed;
+      if (w.st == St::handshake) conn_failed(w);
       ws_drop(w, w.st != St::handshake);
       return;
     }
@@ -212,7 +275,7 @@ void Load::ws_read(WsConn& w) {
       size_t end = w.in.find("\r\n\r\n");
       if (end == std::string::npos) {
         if (w.in.size() > 8192) {
-          ++c_.failed;
+          conn_failed(w);
           ws_drop(w, false);
           return;
         }
@@ -220,15 +283,24 @@ void Load::ws_read(WsConn& w) {
       }
       const std::string_view head(w.in.data(), end);
       if (head.rfind("HTTP/1.1 101", 0) != 0 || head.find(kAccept) == std::string_view::npos) {
-        ++c_.failed;
+        conn_failed(w);
         std::fprintf(stderr, "pushbench: upgrade refused: %.*s\n",
                      static_cast<int>(std::min<size_t>(head.size(), 80)), head.data());
         ws_drop(w, false);
         return;
       }
       w.st = St::open;
-      ++c_.upgraded;
-      last_upgrade_ns_ = now_ns();
+      if (!w.stormed) {
+        ++c_.upgraded;
+        last_upgrade_ns_ = now_ns();
+      } else if (cfg_.rooms > 0) {  // back once it is in its room again
+        w.st = St::joining;
+        char cmd[32];
+        int m = std::snprintf(cmd, sizeof cmd, "join r%u", w.id % static_cast<unsigned>(cfg_.rooms));
+        ws_send(w, 0x1, std::string_view(cmd, static_cast<size_t>(m)));
+      } else {
+        conn_back();
+      }
       w.in.erase(0, end + 4);
       std::string rest;
       rest.swap(w.in);
@@ -327,17 +399,20 @@ void Load::ws_message(WsConn& w, std::string_view m) {
     ++c_.frames;
     if (ts <= now) hist_.record(now - ts);
     uint32_t& want = w.expect[m[0] == 'R'][src];
-    if (seq == want) {
-      want = seq + 1;
+    if (seq == want || want == kResync) {
+      want = static_cast<uint32_t>(seq) + 1;
     } else if (seq > want) {
-      c_.lost_gaps += seq - want;
-      want = seq + 1;
+      (w.stormed ? c_.storm_gaps : c_.lost_gaps) += seq - want;
+      want = static_cast<uint32_t>(seq) + 1;
     } else {
-      ++c_.out_of_order;
+      ++(w.stormed ? c_.storm_out_of_order : c_.out_of_order);
     }
   } else if (m.rfind("ok join ", 0) == 0 && w.st == St::joining) {
     w.st = St::joined;
-    ++c_.joined;
+    if (w.stormed)
+      conn_back();
+    else
+      ++c_.joined;
   } else if (m.rfind("error", 0) == 0) {
     ++c_.error_replies;
   } else {

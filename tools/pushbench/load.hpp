@@ -32,6 +32,12 @@ struct Config {
   double rate = 5000;  // WebSocket connects per second
   double connect_timeout = 10, drain = 3;
   long server_pid = 0;
+  // Reconnect storm: users u0..u(storm-1) drop (half with a reset, half with
+  // a FIN and no close frame) spread over storm_window seconds, starting
+  // storm_at seconds into the measured window, and each reconnects at once
+  // (and rejoins its room).
+  int storm = 0;
+  double storm_at = 1, storm_window = 1;
 };
 
 // Everything a snapshot needs; only the loop writes, the caller reads
@@ -41,6 +47,18 @@ struct Counters {
   uint64_t pushes_sent = 0, push_replies = 0, push_errors = 0, expected = 0;
   uint64_t frames = 0, lost_gaps = 0, out_of_order = 0, bad_frames = 0, error_replies = 0;
   uint64_t pings = 0, closes_1008 = 0, closes_other = 0, push_late = 0;
+  // The storm: dropped by us, back (upgraded, and joined when there are
+  // rooms), refused (connect or upgrade failed), and frame checks on the
+  // storm's connections after their first frame per pusher (gaps there are
+  // not counted in lost_gaps: a push handed to the old connection is lost
+  // with it, as the protocol allows).
+  uint64_t storm_dropped = 0, storm_back = 0, storm_refused = 0, storm_gaps = 0, storm_out_of_order = 0;
+};
+
+// What the connections that were up the whole run missed: user and room
+// frames whose push was sent but never arrived (by sequence number).
+struct StableLoss {
+  uint64_t connections = 0, lost = 0;
 };
 
 struct WsConn;
@@ -58,13 +76,22 @@ class Load {
   void start_joins();   // every upgraded connection sends its join
   void start_pushing(); // the push schedule starts now
   void stop_pushing();
+  void start_storm();   // schedules the storm's drops from now on
+  bool storm_over() const;  // every dropped user is back or refused
+  StableLoss stable_loss() const;
 
   const Counters& counters() const { return c_; }
   const Histogram& latency() const { return hist_; }
   uint64_t last_upgrade_ns() const { return last_upgrade_ns_; }
+  uint64_t storm_start_ns() const { return storm_t0_; }
+  uint64_t storm_last_back_ns() const { return storm_last_back_ns_; }
 
  private:
   void open_due(uint64_t now);
+  void open_conn(WsConn& w, uint64_t now);
+  void storm_due(uint64_t now);
+  void conn_failed(WsConn& w);
+  void conn_back();
   void expire_connects(uint64_t now);
   void on_ws(WsConn& w, uint32_t ev);
   void ws_read(WsConn& w);
@@ -88,6 +115,8 @@ class Load {
   Histogram hist_;
   size_t next_open_ = 0;
   uint64_t t0_ = 0, last_upgrade_ns_ = 0, push_t0_ = 0, last_expiry_ns_ = 0;
+  uint64_t storm_t0_ = 0, storm_last_back_ns_ = 0;
+  size_t storm_next_ = 0;  // the next user the storm drops
   bool pushing_ = false;
   uint64_t user_pushes_ = 0, room_pushes_ = 0;  // scheduled so far
   uint32_t next_user_ = 0, next_room_ = 0, next_pusher_ = 0, mask_state_ = 0x9e3779b9;

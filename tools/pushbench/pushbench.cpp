@@ -18,6 +18,12 @@
 //     from /proc/PID/stat at the same instants.
 //  5. drain: up to --drain seconds for every frame the server answered
 //     `delivered` for; what never arrives is `lost`.
+// With --storm N, users u0..u(N-1) drop and reconnect (rejoining their room)
+// within --storm-window seconds, --storm-at seconds into the measured window:
+// the storm's line says how many came back, how many were refused and how
+// long it took, and stable_lost counts, by sequence number, frames that the
+// connections up the whole run never got (the storm's own connections may
+// lose a push handed to their old connection, as the protocol allows).
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -48,7 +54,8 @@ using connbench::usage_error;
                "usage: pushbench --port P [--host 127.0.0.1] [--connections N] [--rooms R]\n"
                "       [--push-rate PER_S] [--room-rate PER_S] [--pushers K] [--pipeline D]\n"
                "       [--payload BYTES] [--duration S] [--warmup S] [--idle-settle S] [--rate CONNECTS_PER_S]\n"
-               "       [--connect-timeout S] [--drain S] [--server-pid PID] [--sources K]\n",
+               "       [--connect-timeout S] [--drain S] [--server-pid PID] [--sources K]\n"
+               "       [--storm N] [--storm-at S] [--storm-window S]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -84,9 +91,14 @@ Config parse(int argc, char** argv) {
     else if (o == "--drain") c.drain = parse_num(o, v, 0, 3600);
     else if (o == "--server-pid") c.server_pid = parse_int(o, v, 1, 1L << 30);
     else if (o == "--sources") sources = parse_int(o, v, 1, 254);
+    else if (o == "--storm") c.storm = parse_int(o, v, 0, 1'000'000);
+    else if (o == "--storm-at") c.storm_at = parse_num(o, v, 0, 3600);
+    else if (o == "--storm-window") c.storm_window = parse_num(o, v, 0.001, 3600);
     else usage_error("unknown option " + o);
   }
   if (port < 0) usage_error("--port is required");
+  if (c.storm > c.connections) usage_error("--storm N wants N <= --connections");
+  if (c.storm > 0 && c.storm_at >= c.duration) usage_error("--storm-at must fall inside --duration");
   if (c.room_rate > 0 && c.rooms == 0) usage_error("--room-rate needs --rooms R");
   c.dst.sin_family = AF_INET;
   c.dst.sin_port = htons(static_cast<uint16_t>(port));
@@ -199,13 +211,23 @@ int run(const Config& cfg) {
   l.start_pushing();
   run_for(l, cfg.warmup, "warmup", last, t0, [] { return false; });
   const Snap a = snap(l, cfg.server_pid);
-  run_for(l, cfg.duration, "measure", last, t0, [] { return false; });
+  if (cfg.storm > 0) {
+    run_for(l, cfg.storm_at, "measure", last, t0, [] { return false; });
+    l.start_storm();
+    run_for(l, cfg.duration - cfg.storm_at, "storm", last, t0, [] { return false; });
+  } else {
+    run_for(l, cfg.duration, "measure", last, t0, [] { return false; });
+  }
   const Snap b = snap(l, cfg.server_pid);
   const long rss_end = cfg.server_pid ? connbench::read_proc_rss_kb(cfg.server_pid) : -1;
   l.stop_pushing();
-  const bool drained = run_for(l, cfg.drain, "drain", last, t0, [&] {
+  // With a storm, `expected` counts pushes handed to connections the storm
+  // dropped: wait for the storm to end and for what the stable ones are owed.
+  const bool drained = run_for(l, cfg.drain + (cfg.storm > 0 ? cfg.connect_timeout : 0), "drain", last, t0, [&] {
     const auto& c = l.counters();
-    return c.push_replies + c.push_errors >= c.pushes_sent && c.frames >= c.expected;
+    if (c.push_replies + c.push_errors < c.pushes_sent) return false;
+    if (cfg.storm > 0) return l.storm_over() && l.stable_loss().lost == 0;
+    return c.frames >= c.expected;
   });
   const Counters& f = l.counters();
 
@@ -233,6 +255,15 @@ int run(const Config& cfg) {
       " closes_other=%llu pings=%llu",
       ull(f.push_errors), ull(f.push_late), ull(f.bad_frames), ull(f.error_replies), ull(f.disconnects),
       ull(f.closes_1008), ull(f.closes_other), ull(f.pings));
+  if (cfg.storm > 0) {
+    const StableLoss sl = l.stable_loss();
+    const uint64_t back_ns = l.storm_last_back_ns() > l.storm_start_ns() ? l.storm_last_back_ns() - l.storm_start_ns() : 0;
+    add(" storm=%d storm_window_s=%.3f storm_dropped=%llu storm_back=%llu storm_refused=%llu storm_complete=%d"
+        " storm_back_ms=%.1f storm_gaps=%llu storm_out_of_order=%llu stable_connections=%llu stable_lost=%llu",
+        cfg.storm, cfg.storm_window, ull(f.storm_dropped), ull(f.storm_back), ull(f.storm_refused),
+        l.storm_over() ? 1 : 0, static_cast<double>(back_ns) / 1e6, ull(f.storm_gaps), ull(f.storm_out_of_order),
+        ull(sl.connections), ull(sl.lost));
+  }
   if (cfg.server_pid && rss_before >= 0 && rss_idle >= 0 && upgraded > 0)
     add(" rss_before_kb=%ld rss_idle_kb=%ld bytes_per_idle_conn=%.0f", rss_before, rss_idle,
         static_cast<double>(rss_idle - rss_before) * 1024.0 / static_cast<double>(upgraded));
