@@ -139,8 +139,13 @@ class driver {
     return wait_shards(shard_report::opened, expect, nullptr);
   }
 
-  // Waits for `count` reports of `kind`; a failure or a stall ends the run.
+  // Waits for `count` reports of `kind`; a failure ends the run. A shard
+  // reports a phase when it is done, which at a million sessions takes
+  // minutes: each shard fails itself after cfg.stall without progress, and
+  // this bound (the stall plus 1 ms per session) only catches a shard gone
+  // silent.
   bool wait_shards(shard_report::kind_t kind, std::size_t count, clock::time_point* last) {
+    const auto limit = cfg_.stall + std::chrono::milliseconds(cfg_.sessions);
     for (std::size_t got = 0; got < count;) {
       std::optional<shard_report> rep =
           herd::receive([](shard_report& m) { return std::optional<shard_report>(std::move(m)); },
@@ -148,9 +153,9 @@ class driver {
                           if (p.phase == -2) r_.error = p.error;  // the probe failed
                           return std::optional<shard_report>();
                         },
-                        herd::after(cfg_.stall, [] { return std::optional<shard_report>(); }));
+                        herd::after(limit, [] { return std::optional<shard_report>(); }));
       if (!r_.error.empty()) return false;
-      if (!rep) return fail("no shard report for the stall time");
+      if (!rep) return fail("no shard report within the stall time + 1 ms per session");
       if (rep->kind == shard_report::failed) return fail(rep->error);
       if (rep->kind != kind) return fail("a shard report out of order");
       ++got;

@@ -51,7 +51,7 @@ class probe {
     }
     probe_report ready{-1};
     herd::send(c_.driver, ready);
-    for (bool more = true; more;) more = next();
+    for (bool more = true; more && !ended_;) more = next();  // ended_: a late frame completed the stop
   }
 
  private:
