@@ -2,12 +2,13 @@
 // the program exits without tearing the sessions down (see ws_room.cpp).
 //
 //   c1000k --ws SESSIONS [--shards N] [--hibernate-ms MS] [--ping-s S] [--probe-ms MS] [--warmup N]
+//               [--chunk N]   (the paced broadcast's chunk; 0: no paced broadcast)
 //
 // Prints three RESULT lines: the idle sessions (RSS growth per session, the
 // clients' share of it, the runtime's own accounting, open rate), the room
 // and its broadcast (pg's bytes per member, time until every client end read
-// the frame, peak RSS), and the probe's push latency alone and during the
-// broadcast. Refuses (exit 2) a size the machine's memory cannot hold.
+// the frame, peak RSS; then the paced one's), and the probe's push latency
+// alone, during the broadcast and during the paced one. Refuses (exit 2) a size the machine's memory cannot hold.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,7 +24,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "c1000k --ws: %s\nusage: c1000k --ws SESSIONS [--shards N] [--hibernate-ms MS] [--ping-s S] "
-               "[--probe-ms MS] [--warmup N]\n",
+               "[--probe-ms MS] [--warmup N] [--chunk N]\n",
                why);
   return 2;
 }
@@ -71,6 +72,8 @@ int ws_main(int argc, char** argv) {
       cfg.probe_every = std::chrono::milliseconds(v);
     else if (a == "--warmup")
       cfg.warmup = v;
+    else if (a == "--chunk")
+      cfg.paced_chunk = v;
     else
       return usage("unknown option or a value of 0");
   }
@@ -115,17 +118,19 @@ int ws_main(int argc, char** argv) {
         "RESULT c1000k_ws_room members=%zu joined=%zu join_s=%.2f pg_bytes_per_member=%.0f "
         "bytes_per_idle_member_session=%.0f broadcast_sent=%zu "
         "broadcast_read=%zu broadcast_send_s=%.3f broadcast_all_read_s=%.3f rss_after_broadcast_bytes=%ld "
-        "peak_rss_bytes=%ld\n",
+        "peak_rss_bytes=%ld paced_chunk=%zu paced_read=%zu paced_send_s=%.3f paced_all_read_s=%.3f\n",
         cfg.sessions, r.joined, r.join_s, double(r.rss_joined - r.rss_open) / double(cfg.sessions),
         double(r.rss_joined - r.rss_warm) / double(measured), r.broadcast_sent, r.broadcast_read, r.broadcast_send_s,
-        r.broadcast_all_s, r.rss_after_broadcast, r.rss_peak);
+        r.broadcast_all_s, r.rss_after_broadcast, r.rss_peak, cfg.paced_chunk, r.paced_read, r.paced_send_s,
+        r.paced_all_s);
     std::printf(
         "RESULT c1000k_ws_probe every_ms=%lld idle_count=%zu idle_p50_us=%.0f idle_p99_us=%.0f idle_max_us=%.0f "
-        "during_count=%zu during_p50_us=%.0f during_p99_us=%.0f during_max_us=%.0f sent=%zu read=%zu "
-        "out_of_order=%zu\n",
+        "during_count=%zu during_p50_us=%.0f during_p99_us=%.0f during_max_us=%.0f paced_count=%zu "
+        "paced_p50_us=%.0f paced_p99_us=%.0f paced_max_us=%.0f sent=%zu read=%zu out_of_order=%zu\n",
         (long long)cfg.probe_every.count(), r.probe_idle.count, r.probe_idle.p50_us, r.probe_idle.p99_us,
         r.probe_idle.max_us, r.probe_during.count, r.probe_during.p50_us, r.probe_during.p99_us, r.probe_during.max_us,
-        r.probe_sent, r.probe_read, r.probe_out_of_order);
+        r.probe_paced.count, r.probe_paced.p50_us, r.probe_paced.p99_us, r.probe_paced.max_us, r.probe_sent,
+        r.probe_read, r.probe_out_of_order);
     std::fflush(stdout);
     // The sessions stay: a million pg members leaving one by one is
     // quadratic (ws_room.cpp), and the figures are printed.

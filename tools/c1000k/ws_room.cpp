@@ -59,7 +59,6 @@ class driver {
   ws_room_result run() {
     srv_ = make_server(cfg_);
     handler_ = session_handler(*srv_);
-    room_text_ = std::make_shared<const std::string>("room broadcast: one frame to every member of the room");
     start_shards();
     if (phases()) r_.ok = true;
     teardown();
@@ -72,7 +71,7 @@ class driver {
     uint64_t first = 0;
     for (unsigned i = 0; i < s; ++i) {
       std::size_t cap = n / s + (i < n % s ? 1 : 0);
-      shard_config c{i, first, cap, cfg_.window, cfg_.stall, handler_, herd::self(), room_text_};
+      shard_config c{i, first, cap, cfg_.window, cfg_.stall, handler_, herd::self()};
       first += cap;
       capacity_.push_back(cap);
       // Linked: if the driver fails, the shards end, their ends close and
@@ -111,21 +110,48 @@ class driver {
     // 4. the probe alone
     herd::send(probe_, probe_run{0, std::max<std::size_t>(cfg_.idle_probes, 1)});
     if (!probe_wait(0)) return false;
-    // 5. the broadcast, with the probe
-    for (herd::pid p : shards_) herd::send(p, shard_expect_room{});
-    herd::send(probe_, probe_run{1, 0});
-    t0 = clock::now();
-    r_.broadcast_sent = herd::pg::send(pg_scope, room_name, room_push{room_text_});
-    r_.broadcast_send_s = seconds_since(t0);
-    clock::time_point last{};
-    if (!wait_shards(shard_report::room_done, s, &last)) return false;
-    r_.broadcast_all_s = std::chrono::duration<double>(last - t0).count();
-    herd::send(probe_, probe_stop{});
-    if (!probe_wait(1)) return false;
+    // 5. the broadcasts, with the probe
+    if (!broadcast(1, 0, r_.broadcast_sent, r_.broadcast_send_s, r_.broadcast_all_s)) return false;
+    r_.broadcast_read = room_read_last_;
     settle();
     r_.rss_after_broadcast = rss_bytes();
     r_.rss_peak = peak_rss_bytes();
+    if (cfg_.paced_chunk == 0) return true;
+    std::size_t sent = 0;
+    if (!broadcast(2, cfg_.paced_chunk, sent, r_.paced_send_s, r_.paced_all_s)) return false;
+    r_.paced_read = room_read_last_;
     return true;
+  }
+
+  // One room frame to every member while the probe pushes: with chunk 0 one
+  // pg::send (the sender yields only when its reduction budget runs out, so
+  // the woken members overflow the run queue into the global one, where a
+  // push to anyone else waits behind them); else `chunk` sends at a time
+  // with a yield between, which puts the sender behind the members it just
+  // woke and keeps the queues short.
+  bool broadcast(int round, std::size_t chunk, std::size_t& sent, double& send_s, double& all_s) {
+    auto text = std::make_shared<const std::string>("room broadcast " + std::to_string(round) +
+                                                    ": one frame to every member of the room");
+    for (herd::pid p : shards_) herd::send(p, shard_expect_room{round, text});
+    herd::send(probe_, probe_run{round, 0});
+    auto t0 = clock::now();
+    if (chunk == 0) {
+      sent = herd::pg::send(pg_scope, room_name, room_push{text});
+    } else {
+      herd::pg::members m = herd::pg::get_members(pg_scope, room_name);
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        herd::send(m[i], room_push{text});
+        if ((i + 1) % chunk == 0) herd::yield();
+      }
+      sent = m.size();
+    }
+    send_s = seconds_since(t0);
+    clock::time_point last{};
+    room_read_last_ = 0;
+    if (!wait_shards(shard_report::room_done, shards_.size(), &last)) return false;
+    all_s = std::chrono::duration<double>(last - t0).count();
+    herd::send(probe_, probe_stop{false});
+    return probe_wait(round);
   }
 
   bool open_to(const std::vector<std::size_t>& target) {
@@ -162,7 +188,7 @@ class driver {
       if (kind == shard_report::opened) r_.opened += rep->count - reported_open_[rep->shard];
       if (kind == shard_report::opened) reported_open_[rep->shard] = rep->count;
       if (kind == shard_report::joined) r_.joined += rep->count;
-      if (kind == shard_report::room_done) r_.broadcast_read += rep->count;
+      if (kind == shard_report::room_done) room_read_last_ += rep->count;
       sample_.insert(sample_.end(), rep->sample.begin(), rep->sample.end());
       if (last) *last = std::max(*last, rep->at);
     }
@@ -183,6 +209,7 @@ class driver {
     if (rep->phase != phase) return fail("a probe report out of order");
     if (phase == 0) r_.probe_idle = rep->lat;
     if (phase == 1) r_.probe_during = rep->lat;
+    if (phase == 2) r_.probe_paced = rep->lat;
     if (phase >= 0) {
       r_.probe_sent += rep->sent;
       r_.probe_read += rep->read;
@@ -230,7 +257,7 @@ class driver {
       return;
     }
     for (herd::pid p : shards_) herd::send(p, shard_stop{});
-    herd::send(probe_, probe_stop{});
+    herd::send(probe_, probe_stop{true});
     // Until every session has ended (the driver is the only process left):
     // the server state they started from must outlive them.
     auto until = clock::now() + cfg_.stall;
@@ -252,7 +279,7 @@ class driver {
   ws_room_result r_;
   std::shared_ptr<server> srv_;
   herd::net::memory_handler handler_;
-  std::shared_ptr<const std::string> room_text_;
+  std::size_t room_read_last_ = 0;  // room frames read in the last broadcast
   std::vector<herd::pid> shards_;
   std::vector<std::size_t> capacity_;
   std::vector<std::size_t> opened_ = std::vector<std::size_t>(4096);

@@ -32,7 +32,13 @@ struct ws_room_config {
   // a second, a load of its own. Client ends answer pings with pongs.
   std::chrono::milliseconds ping_interval{std::chrono::minutes(10)};
   std::chrono::milliseconds probe_every{10};
-  std::size_t idle_probes = 50;    // probe pushes before the broadcast (the idle baseline)
+  std::size_t idle_probes = 50;  // probe pushes before the broadcast (the idle baseline)
+  // A second broadcast, paced: the driver sends to the members itself, this
+  // many at a time, and yields between (0: no second broadcast). The first
+  // is one pg::send to the whole room. 100 stays under half a worker's
+  // 256-entry run ring (runtime/src/sched/tuning.hpp), so the members it
+  // wakes never overflow into the global queue (see ws_room.cpp).
+  std::size_t paced_chunk = 100;
   std::chrono::seconds stall{60};  // a phase that makes no progress this long fails
   bool measure_memory = true;      // settle and read RSS after each phase
   bool teardown = true;            // close every session and wait for them to end
@@ -56,8 +62,12 @@ struct ws_room_result {
   double broadcast_send_s = 0;  // pg::send returned
   double broadcast_all_s = 0;   // every client end had read its frame
 
+  std::size_t paced_read = 0;  // the second broadcast's frames read and checked
+  double paced_send_s = 0, paced_all_s = 0;
+
   std::size_t probe_sent = 0, probe_read = 0, probe_out_of_order = 0;
   latency probe_idle, probe_during;  // before the broadcast, and while it runs
+  latency probe_paced;               // while the paced broadcast runs
 
   // Memory (measure_memory): RSS after the warm-up, after the sessions
   // opened and hibernated, after they joined the room, after the broadcast

@@ -104,7 +104,9 @@ std::size_t shard_bytes_per_client() { return sizeof(memory_transport) + sizeof(
 
 namespace {
 
-enum stage : uint8_t { handshaking = 0, open = 1, joining = 2, joined = 3, got_room = 0x80 };
+// A client end's byte: its stage in the low nibble, the room frames it has
+// read in the high one.
+enum stage : uint8_t { handshaking = 0, open = 1, joining = 2, joined = 3, stage_bits = 0x0f, one_round = 0x10 };
 
 class shard {
  public:
@@ -137,8 +139,11 @@ class shard {
             joining_ = true;
             return true;
           },
-          [&](const shard_expect_room&) {
+          [&](const shard_expect_room& e) {
             expect_room_ = true;
+            round_ = e.round;
+            room_text_ = e.text;
+            room_read_ = 0;
             return true;
           },
           [&](const shard_stop&) {
@@ -216,7 +221,7 @@ class shard {
       kept.append(bytes);
       bytes = kept;
     }
-    if ((stage_[i] & 0x7f) == handshaking) {
+    if ((stage_[i] & stage_bits) == handshaking) {
       head_check h = check_101(bytes, c_.first_idx + i);
       if (!h.error.empty()) return fail(h.error, id);
       if (h.length == 0) return keep(i, bytes);
@@ -264,16 +269,20 @@ class shard {
   }
 
   void text(std::size_t i, std::string_view t) {
-    uint8_t s = stage_[i] & 0x7f;
+    uint8_t s = stage_[i] & stage_bits;
     if (t == "joined") {
       if (s != joining) return fail("joined without a join", ids_[i]);
-      stage_[i] = uint8_t((stage_[i] & got_room) | joined);
+      stage_[i] = uint8_t((stage_[i] & ~stage_bits) | joined);
       ++joined_;
-    } else if (t == *c_.room_text) {
+    } else if (room_text_ && t == *room_text_) {
       if (s != joined) return fail("a room frame on a session not joined", ids_[i]);
-      if (stage_[i] & got_room) return fail("the room frame twice", ids_[i]);
-      stage_[i] |= got_room;
-      if (++room_read_ == ends_.size()) report(shard_report::room_done, room_read_);
+      if (stage_[i] >> 4 != round_ - 1)
+        return fail("a room frame twice, or before the one of the round before", ids_[i]);
+      stage_[i] = uint8_t(stage_[i] + one_round);
+      if (++room_read_ == ends_.size()) {
+        expect_room_ = false;
+        report(shard_report::room_done, room_read_);
+      }
     } else {
       fail("unexpected text: " + std::string(t.substr(0, 40)), ids_[i]);
     }
@@ -310,6 +319,8 @@ class shard {
   std::vector<herd::pid> sample_;
   std::size_t target_ = 0, opened_ = 0, reported_open_ = 0, join_issued_ = 0, joined_ = 0, room_read_ = 0;
   bool joining_ = false, expect_room_ = false;
+  int round_ = 0;
+  std::shared_ptr<const std::string> room_text_;
   std::string error_;
   uint64_t rng_ = 0x9e3779b97f4a7c15ull;
 };

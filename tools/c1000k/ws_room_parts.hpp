@@ -65,7 +65,12 @@ struct shard_open {
   std::size_t target;  // client ends this shard holds once done (cumulative)
 };
 struct shard_join {};
-struct shard_expect_room {};
+// Broadcast `round` (1, 2, ...) comes with `text`: each client end must read
+// it once, after the rounds before.
+struct shard_expect_room {
+  int round;
+  std::shared_ptr<const std::string> text;
+};
 struct shard_stop {};
 struct shard_report {
   enum kind_t : uint8_t { opened, joined, room_done, stopped, failed } kind;
@@ -84,7 +89,6 @@ struct shard_config {
   std::chrono::seconds stall;
   herd::net::memory_handler server;
   herd::pid driver;
-  std::shared_ptr<const std::string> room_text;
 };
 void run_shard(shard_config c);
 // Bytes of bookkeeping a shard keeps per client end.
@@ -95,7 +99,9 @@ struct probe_run {
   int phase;
   std::size_t stop_after;  // 0: until probe_stop
 };
-struct probe_stop {};
+struct probe_stop {
+  bool end;  // false: report the phase and wait for the next
+};
 struct probe_report {
   int phase;  // -1: ready (session open)
   latency lat{};

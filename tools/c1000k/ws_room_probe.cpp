@@ -51,7 +51,7 @@ class probe {
     }
     probe_report ready{-1};
     herd::send(c_.driver, ready);
-    for (bool more = true; more && !ended_;) more = next();  // ended_: a late frame completed the stop
+    for (bool more = true; more;) more = next();
   }
 
  private:
@@ -102,12 +102,12 @@ class probe {
           push_due();
           return true;
         },
-        [&](const probe_stop&) {
-          if (!error_.empty()) return false;
+        [&](const probe_stop& s) {
+          if (!error_.empty() || s.end) return false;
           pushing_ = false;
           stopping_ = true;
           finish_if_done();
-          return !ended_;
+          return true;
         },
         herd::after(wait, [&] {
           if (pushing_) {
@@ -166,10 +166,11 @@ class probe {
     if (phase == phase_) lat_.push_back(double(now_ns() - sent) / 1000.0);
   }
 
+  // A broadcast phase's stop: reported once its last push is read.
   void finish_if_done() {
-    if (!stopping_ || read_ < sent_ || ended_) return;
+    if (!stopping_ || read_ < sent_) return;
     report();
-    ended_ = true;
+    stopping_ = false;
   }
 
   void report() {
@@ -205,7 +206,7 @@ class probe {
   std::size_t stop_after_ = 0, sent_ = 0, read_ = 0, out_of_order_ = 0;
   uint64_t seq_ = 0, expect_seq_ = 0;
   clock::time_point next_push_{};
-  bool pushing_ = false, stopping_ = false, ended_ = false;
+  bool pushing_ = false, stopping_ = false;
   std::string error_;
 };
 

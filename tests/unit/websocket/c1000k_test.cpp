@@ -1,7 +1,7 @@
 // The C1000K WebSocket run (tools/c1000k/ws_room.hpp) scaled down: every
 // session is a real herd::ws connection over a memory transport (HTTP
 // upgrade, then frames), joins one pg room, and must read the room's
-// broadcast exactly once while a probe session outside the room reads
+// broadcasts exactly once each while a probe session outside the room reads
 // every one of its pushes, in order. The client ends check what they read
 // (the 101's accept key for their own key, every frame through the parser),
 // which the second case shows on wrong input.
@@ -17,7 +17,7 @@
 
 using namespace std::chrono_literals;
 
-TEST_CASE("ws c1000k: every WebSocket session over a memory transport reads the room broadcast once, and the probe outside the room reads every push in order", "[ws][c1000k]") {
+TEST_CASE("ws c1000k: every WebSocket session over a memory transport reads each room broadcast once, and the probe outside the room reads every push in order", "[ws][c1000k]") {
   // 10,000 sessions; 1,000 at small scale (sanitizers: TSan holds at most
   // ~4,000 live fibers).
   const std::size_t n = herd::test::scaled(10000, 1000);
@@ -26,6 +26,7 @@ TEST_CASE("ws c1000k: every WebSocket session over a memory transport reads the 
   cfg.warmup = n / 10;
   cfg.shards = 8;
   cfg.idle_probes = 5;
+  cfg.paced_chunk = 100;
   cfg.measure_memory = false;
   cfg.teardown = true;
   c1000k::ws_room_result r;
@@ -41,11 +42,13 @@ TEST_CASE("ws c1000k: every WebSocket session over a memory transport reads the 
   CHECK(r.joined == n);
   CHECK(r.broadcast_sent == n);
   CHECK(r.broadcast_read == n);
+  CHECK(r.paced_read == n);  // the second broadcast, 100 sends at a time: each end read it once, after the first
   CHECK(opened_after - opened_before == n + 1);  // every session and the probe went through ws::serve
   CHECK(r.probe_idle.count == cfg.idle_probes);
   CHECK(r.probe_during.count >= 1);  // the first push leaves with the broadcast
+  CHECK(r.probe_paced.count >= 1);
   CHECK(r.probe_sent == r.probe_read);
-  CHECK(r.probe_sent == cfg.idle_probes + r.probe_during.count);
+  CHECK(r.probe_sent == cfg.idle_probes + r.probe_during.count + r.probe_paced.count);
   CHECK(r.probe_out_of_order == 0);
 }
 
