@@ -17,6 +17,9 @@
 // once} on both sides, the server not hibernating) and a 256 MiB stream
 // (64 KiB sends into the default 64 KiB buffer, the reader in active once).
 //
+// --ws SESSIONS [...]: the WebSocket mode (ws_main.cpp, ws_room.hpp): real
+// herd::ws sessions over memory transports, a room broadcast and a probe.
+//
 // One RESULT line per size. bytes_per_idle_session is the RSS growth divided
 // by the sessions: both ends of the pair, the connection process (hibernated,
 // with its continuation) and the driver's 16-byte handle. No protocol state:
@@ -168,7 +171,10 @@ void settle(herd::node& node, uint64_t slack) {
 
 }  // namespace
 
+int ws_main(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--ws") return ws_main(argc, argv);
   std::vector<std::size_t> sizes;
   bool baseline = false, speed_only = false;
   for (int i = 1; i < argc; ++i) {

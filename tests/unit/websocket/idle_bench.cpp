@@ -6,11 +6,19 @@
 // few bytes of a raw_client. 127.0.0.1 only; bounded.
 //
 //   ws_idlebench [N=2000] [WARMUP=200]
+//   ws_idlebench --serve   the same echo server alone, for clients in another
+//                          process (tools/c1000k/ws_kernel_mem.py measures
+//                          kernel socket memory with it): prints
+//                          "listening on 127.0.0.1:PORT", serves until its
+//                          stdin closes.
 #include "support/ws_client.hpp"
 #include "support/ws_server.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
+#include <string_view>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -49,9 +57,37 @@ bool all_hibernated(const std::vector<herd::pid>& pids) {
   return true;
 }
 
+// The echo server with the measured options, until stdin closes.
+int serve_alone() {
+  herd::set_logging(false);
+  herd::node_options no;
+  no.workers = 1;
+  no.quiet = true;
+  herd::node node(no);
+  int rc = 1;
+  node.run([&] {
+    herd::ws::options o;
+    o.idle_hibernate = 100ms;
+    o.ping_interval = 25s;
+    o.timeout_code = 4000;
+    uint16_t port = ws_test::start_echo_server("ws_alone", o);
+    if (!port) return;
+    std::cout << "listening on 127.0.0.1:" << port << std::endl;
+    herd::blocking([] {
+      char b[256];
+      while (::read(0, b, sizeof b) > 0) {
+      }
+    });
+    (void)herd::net::stop_listener("ws_alone");
+    rc = 0;
+  });
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--serve") return serve_alone();
   int n = argc > 1 ? std::atoi(argv[1]) : 2000;
   int warm = argc > 2 ? std::atoi(argv[2]) : 200;
   herd::set_logging(false);
