@@ -1,7 +1,10 @@
 // Process groups (herd/tables/pg.hpp).
 //
 // Each scope is a mutex over its groups; a group keeps its members as a list
-// (one entry per join) and a snapshot shared with readers, rebuilt by the
+// (one entry per join, in no particular order), an index pid -> its
+// positions in the list, so that a leave is O(1) (the last entry moves into
+// the hole: a million members can leave one by one), and a snapshot shared
+// with readers, rebuilt by the
 // first get_members after a change and dropped by the next change — so
 // writers never copy and readers copy once per change, whatever the group's
 // size. Joins and leaves take the scope's lock, then send the monitors'
@@ -23,6 +26,9 @@
 #include <herd/runtime/thread_safety.hpp>
 #include <herd/tables/pg.hpp>
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -37,6 +43,7 @@ struct watcher {
 
 struct group {
   std::vector<pid> list;                                  // one entry per join
+  absl::flat_hash_map<pid, absl::InlinedVector<uint32_t, 1>> at;  // pid -> its indices in list
   std::shared_ptr<const std::vector<pid>> snapshot;       // null: rebuild on read
   std::vector<watcher> watchers;
 };
@@ -86,10 +93,26 @@ void notify(const scope& s, const group& gr, event::kind_t k, std::string_view n
 }
 
 // Takes one entry of p out of gr; false if p was not there.
+void add_one(group& gr, pid p) {
+  gr.at[p].push_back(static_cast<uint32_t>(gr.list.size()));
+  gr.list.push_back(p);
+}
+
+// Removes one entry of p: the list's last entry takes its place.
 bool take_one(group& gr, pid p) {
-  auto it = std::find(gr.list.begin(), gr.list.end(), p);
-  if (it == gr.list.end()) return false;
-  gr.list.erase(it);
+  auto it = gr.at.find(p);
+  if (it == gr.at.end()) return false;
+  const uint32_t i = it->second.back();
+  it->second.pop_back();
+  if (it->second.empty()) gr.at.erase(it);
+  const auto last = static_cast<uint32_t>(gr.list.size() - 1);
+  if (i != last) {
+    const pid moved = gr.list[last];
+    gr.list[i] = moved;
+    auto& where = gr.at.find(moved)->second;
+    *std::find(where.begin(), where.end(), last) = i;
+  }
+  gr.list.pop_back();
   gr.snapshot.reset();
   return true;
 }
@@ -179,7 +202,8 @@ void join(std::string_view scope_name, std::string_view group_name, std::span<co
     auto it = s.groups.find(group_name);
     if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
     group& gr = it->second;
-    gr.list.insert(gr.list.end(), live.begin(), live.end());
+    gr.list.reserve(gr.list.size() + live.size());
+    for (pid p : live) add_one(gr, p);
     gr.snapshot.reset();
     notify(s, gr, event::join, group_name, live, out);
   }
