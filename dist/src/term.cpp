@@ -71,6 +71,10 @@ term& term::operator=(term&& o) noexcept {
 
 term::~term() {
   if (!heap() || u_.p->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (rep_ != rep::tuple && rep_ != rep::list && rep_ != rep::map) {
+    delete_node(rep_, u_.p);  // no children: no work list
+    return;
+  }
   // This was the last reference. Free the node; children whose last
   // reference it held go on a work list instead of recursing.
   std::vector<std::pair<rep, term_node*>> work;
