@@ -119,7 +119,9 @@ void stack_rows() {
   for (int depth : {256}) {
     term deep = nested(depth);
     std::string bytes = herd::term_to_binary(deep);
-    term copy = *herd::binary_to_term(bytes);
+    herd::decode_options deep_ok;
+    deep_ok.max_depth = uint32_t(depth);
+    term copy = *herd::binary_to_term(bytes, deep_ok);
     term shallow = nested(2);
     std::string shallow_bytes = herd::term_to_binary(shallow);
     auto base = [&](const std::function<void(const term&)>& f) { return stack_used([&] { f(shallow); }); };
@@ -128,7 +130,7 @@ void stack_rows() {
         [&](const term& t) { sink = t.hash(); },
         [&](const term& t) { sink = herd::to_string(t).size(); },
         [&](const term& t) { sink = herd::term_to_binary(t).size(); },
-        [&](const term& t) { sink = herd::binary_to_term(&t == &shallow ? shallow_bytes : bytes)->size(); },
+        [&](const term& t) { sink = herd::binary_to_term(&t == &shallow ? shallow_bytes : bytes, deep_ok)->size(); },
     };
     const char* names[] = {"compare", "hash", "print", "encode", "decode"};
     for (int i = 0; i < 5; ++i) row(names[i], depth, ops[i], deep, base(ops[i]));

@@ -31,9 +31,11 @@
 namespace herd {
 
 struct decode_options {
-  // Tuples, lists and maps inside each other. At 256 levels the recursive
-  // readers need ~40 KiB less than a 64 KiB actor stack's worth.
-  uint32_t max_depth = 256;
+  // Tuples, lists and maps inside each other. The recursive readers
+  // (compare, hash, print, encode) take ~95-110 bytes of stack a level
+  // optimised and up to ~365 at -O0 (termbench's stack rows): at 100 levels
+  // that is at most ~37 KiB of an actor's 64 KiB even in a debug build.
+  uint32_t max_depth = 100;
   // A compressed term's unpacked size, at most.
   std::size_t max_size = std::size_t(64) << 20;
 };
