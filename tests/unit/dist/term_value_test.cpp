@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -197,4 +199,24 @@ TEST_CASE("term: freeing a term nested a million deep does not recurse") {
   t = term();
   l = term();
   CHECK(t.is_nil());
+}
+
+TEST_CASE("term: threads make the same atoms at once and get one index each, and share terms freely") {
+  constexpr int threads = 4, atoms = 500;
+  std::vector<std::vector<uint32_t>> got(threads);
+  term shared = term::tuple({a("shared"), term::binary("payload"), term::list({1, 2}, a("x"))});
+  std::vector<std::thread> ts;
+  for (int k = 0; k < threads; ++k) {
+    ts.emplace_back([&, k] {
+      for (int i = 0; i < atoms; ++i) {
+        got[k].push_back(atom("concurrent_" + std::to_string(i)).index());
+        term copy = shared;  // copies and frees race on the node's count
+        (void)copy.hash();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int k = 1; k < threads; ++k) CHECK(got[k] == got[0]);
+  CHECK(atom::from_index(got[0][7]).text() == "concurrent_7");
+  CHECK(herd::to_string(shared) == "{shared,<<\"payload\">>,[1,2|x]}");
 }
