@@ -2,7 +2,8 @@
 # Builds herd's libFuzzer targets with clang++ (libFuzzer + ASan + UBSan;
 # every herd source gets -fsanitize=fuzzer-no-link for coverage) in their own
 # build directory and runs each for a bounded time: the observer's request
-# path, the chat server's line protocol, the example servers' options.
+# path, the chat server's line protocol, the example servers' options, the
+# external term format decoder.
 # Targets run side by side, up to JOBS at a time (each is one process on one
 # core), so the stage takes about SECONDS x ceil(3 / JOBS).
 # Usage: tools/fuzz.sh [SECONDS_EACH=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
@@ -15,7 +16,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz
+cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz etf_decode_fuzz
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
 run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
@@ -95,5 +96,19 @@ printf '\x03\x81\x85\x01\x02\x03\x04\x69\x67\x6f\x68\x6e' > "$corpus/seed0"
 printf '\x05\x01\x82\x00\x00\x00\x00\xce\x89\x80\x00\x00\x00\x00\x80\x82\x00\x00\x00\x00\xba!' > "$corpus/seed1"
 printf '\x00\x88\x82\x00\x00\x00\x00\x03\xe8' > "$corpus/seed2"
 run ws_frame_fuzz "$corpus"
+
+corpus="$dir/etf_fuzz_corpus"
+mkdir -p "$corpus"
+# Seeds: {ok,[1,2|x]}, #{a => <<"hi">>}, a pid, a bignum, a float, a
+# bitstring, a reference, a COMPRESSED list of 30 atoms.
+printf '\x83\x68\x02\x77\x02ok\x6c\x00\x00\x00\x02\x61\x01\x61\x02\x77\x01x' > "$corpus/seed0"
+printf '\x83\x74\x00\x00\x00\x01\x77\x01a\x6d\x00\x00\x00\x02hi' > "$corpus/seed1"
+printf '\x83\x58\x77\x09beam@host\x00\x00\x00\x55\x00\x00\x00\x01\x00\x00\x00\x03' > "$corpus/seed2"
+printf '\x83\x6e\x09\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01' > "$corpus/seed3"
+printf '\x83\x46\x3f\xf0\x00\x00\x00\x00\x00\x00' > "$corpus/seed4"
+printf '\x83\x4d\x00\x00\x00\x01\x03\xe0' > "$corpus/seed5"
+printf '\x83\x5a\x00\x03\x77\x01n\x00\x00\x00\x07\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03' > "$corpus/seed6"
+printf '\x83\x50\x00\x00\x00\xba\x78\x9c\xcb\x61\x60\x60\x90\x2b\x67\x29\x4e\xcc\x4d\x1d\x5a\x64\x16\x00\x2e\x01\x40\xd3' > "$corpus/seed7"
+run etf_decode_fuzz "$corpus"
 collect
 exit $failed

@@ -1,0 +1,84 @@
+// The heap side of herd::term: one reference-counted, immutable node per
+// value that does not fit inline. Private to dist/src.
+#pragma once
+#include <herd/dist/term.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace herd::detail {
+
+struct term_node {
+  // Increments are relaxed (a copy is made from a live reference); the
+  // decrement that frees is acq_rel so every reader's accesses happen
+  // before the delete.
+  std::atomic<uint32_t> refs{1};
+};
+
+struct big_node : term_node {
+  bool neg = false;
+  std::vector<uint8_t> mag;  // little-endian, no high zero bytes, never fits int64
+};
+struct tuple_node : term_node {
+  std::vector<term> elems;  // non-empty ({} is inline)
+};
+struct list_node : term_node {
+  std::vector<term> elems;  // non-empty
+  term tail;                // never a list: list() flattens one in
+};
+struct map_node : term_node {
+  std::vector<std::pair<term, term>> pairs;  // as given (encoding order)
+  std::vector<uint32_t> order;               // indexes into pairs, keys ascending
+};
+struct bits_node : term_node {
+  std::string bytes;
+  uint8_t last_bits = 8;  // bits used in the last byte, 1..8 (8: a binary)
+};
+struct pid_node : term_node {
+  erl_pid v;
+};
+struct port_node : term_node {
+  erl_port v;
+};
+struct ref_node : term_node {
+  erl_ref v;
+};
+struct fun_node : term_node {
+  std::string enc;  // NEW_FUN_EXT or EXPORT_EXT, tag byte first
+};
+
+struct term_access {
+  using rep = term::rep;
+  static rep rep_of(const term& t) noexcept { return t.rep_; }
+  static term_node* node(const term& t) noexcept { return t.u_.p; }
+  static int64_t small(const term& t) noexcept { return t.u_.i; }
+  static double flt(const term& t) noexcept { return t.u_.d; }
+  static uint32_t atom_index(const term& t) noexcept { return t.aux_; }
+  static term adopt(rep r, term_node* n) noexcept { return term::adopt(r, n); }
+  template <class N>
+  static const N& as(const term& t) noexcept { return *static_cast<const N*>(t.u_.p); }
+  // An integer from a sign and little-endian magnitude (trimmed here): inline when it fits.
+  static term make_integer(bool neg, std::vector<uint8_t> mag);
+  // A map from pairs, keys unique (the decoder checked); sorts the order index.
+  static term make_map_unique(std::vector<std::pair<term, term>> pairs);
+  // The index of the first duplicate key, if any (pairs in `order`).
+  static bool has_duplicate_key(const map_node& m) noexcept;
+};
+
+// Erlang's term order on numbers and the rest (term_compare.cpp).
+std::strong_ordering compare(const term& a, const term& b) noexcept;
+// Map key order, used to sort a map's keys: term order (ints before equal floats).
+inline bool key_less(const term& a, const term& b) noexcept { return compare(a, b) < 0; }
+
+// Bignum helpers (term_bignum.cpp).
+std::string big_to_decimal(bool neg, const std::vector<uint8_t>& mag);
+// -1, 0, 1: an integer (neg, mag) against a finite double, exactly.
+int compare_big_double(bool neg, const std::vector<uint8_t>& mag, double d) noexcept;
+
+// UTF-8 checks (term_atom.cpp): code points, or -1 if not valid UTF-8.
+long utf8_code_points(std::string_view s) noexcept;
+
+}  // namespace herd::detail
