@@ -91,6 +91,12 @@ class handler {
     (void)s;
     (void)m;
   }
+  // Once, when the connection stops taking frames: our close frame is queued
+  // (slow consumer, timeout, drain, protocol error) or the peer's close was
+  // answered. It may linger up to close_timeout before terminate(); a handler
+  // that others find (a registry of connections) leaves it here, so nothing
+  // more is counted as handed to this connection.
+  virtual void closing(session& s) { (void)s; }
   // The connection is over (websocket terminate).
   virtual void terminate(const ending& how) { (void)how; }
 };

@@ -58,6 +58,7 @@ struct conn {
   bool write_shut = false;
   bool failed = false;  // the socket failed, or slow consumer: stop now
   bool slow = false;
+  bool told_closing = false;  // handler::closing was called
 };
 
 template <class T>
@@ -121,6 +122,10 @@ void settle(conn<T>& c) {
   // The observer's view of the queue: two relaxed stores into this
   // process's own control block.
   herd::introspect::set_out_queue(c.s.queued_frames(), c.s.queued_bytes());
+  if (!c.s.open() && !c.told_closing) {
+    c.told_closing = true;
+    c.h->closing(c.s);
+  }
   if (!c.s.open() && c.close_deadline == clock::time_point{}) c.close_deadline = clock::now() + c.o().close_timeout;
   if (!c.s.open() && c.s.pending().empty() && !c.write_shut) {
     (void)c.sock.shutdown_write();
