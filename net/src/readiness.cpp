@@ -60,11 +60,22 @@ herd::detail::message* materialize(herd::detail::message* note, pid self) {
     return nullptr;
   }
   uint32_t cur = s->load();
-  if ((cur & st::closed) || !(cur & st::armed) || s->eof) {
+  if (cur & st::closed) {
     act(s, release_note(s, false));
     return nullptr;
   }
   msg_list out;
+  if ((cur & st::want_write) && (cur & st::writable)) {
+    // One message per request (notify_writable); the owner asks again after
+    // its next try_send that finds the buffer full.
+    s->state.fetch_and(~st::want_write, std::memory_order_seq_cst);
+    out.add(tcp_writable{s->id});
+  }
+  // armed implies !eof: eof disarms, and set_active does not arm after it.
+  if (!(cur & st::armed) || !(cur & st::readable) || s->eof) {
+    act(s, release_note(s, true));
+    return out.head;
+  }
   buffer b;
   long n = read_some(s, 0, &b);
   if (n > 0) {

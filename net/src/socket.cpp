@@ -42,6 +42,13 @@
 //   so a peer that never reads costs at most the kernel's send buffer and
 //   the writer stays parked (or times out). MSG_NOSIGNAL: a peer that went
 //   away is an error (errc::reset), not SIGPIPE.
+// * try_send never parks: on EAGAIN it clears `writable` and retries once,
+//   as send does, and returns what was taken. An owner that keeps its own
+//   queue and must keep receiving meanwhile asks notify_writable: it sets
+//   `want_write`, and the note (the same envelope as for input) is posted
+//   when `writable` is or becomes set; materialize turns it into one
+//   tcp_writable and clears `want_write`. The same RMW pairing as for input
+//   means an edge racing the request is never lost.
 // * Passive recv follows the same protocol with `readable` and
 //   `reader_parked`. Parking is a blocking point: the owner's mailbox is
 //   drained on every wake (signals acted on; an exit unwinds the stack, and
@@ -259,6 +266,7 @@ result<> tcp_socket::send(std::string_view bytes, std::chrono::milliseconds time
 result<std::size_t> tcp_socket::try_send(std::string_view bytes) {
   if (auto e = detail::check_owner(s_)) return *e;
   std::size_t done = 0;
+  bool retried = false;
   while (done < bytes.size()) {
     ssize_t n = ::send(s_->fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n > 0) {
@@ -267,12 +275,25 @@ result<std::size_t> tcp_socket::try_send(std::string_view bytes) {
     }
     int e = errno;
     if (n < 0 && e == EINTR) continue;
-    // Full. `writable` stays as it is: a later send() clears it on its own
-    // EAGAIN before it parks.
-    if (n == 0 || e == EAGAIN || e == EWOULDBLOCK) break;
+    if (n == 0 || e == EAGAIN || e == EWOULDBLOCK) {
+      // Full. Clear `writable`, then try once more (as send does): an
+      // EPOLLOUT edge between the EAGAIN and the clear sets it again, so a
+      // notify_writable after this returns is answered by the next edge.
+      if (retried) break;
+      s_->state.fetch_and(~st::writable, std::memory_order_seq_cst);
+      retried = true;
+      continue;
+    }
     return sys_error(e, "send");
   }
   return done;
+}
+
+result<> tcp_socket::notify_writable() {
+  if (auto e = detail::check_owner(s_)) return *e;
+  detail::actions act = detail::want_writable(s_);
+  if (act.post) detail::post_note(s_);
+  return {};
 }
 
 result<> tcp_socket::shutdown_write() {
@@ -287,6 +308,8 @@ result<> tcp_socket::controlling_process(herd::pid p) {
   // relaxed: on_ready reads it to pick a mailbox; a note that went to the
   // old owner is forwarded (materialize / discard compare with this).
   s_->owner.store(p.value(), std::memory_order_relaxed);
+  // Our notify_writable was ours: the new owner asks for its own.
+  s_->state.fetch_and(~st::want_write, std::memory_order_seq_cst);
   // A note already in our mailbox is forwarded to p when we next drain it
   // (our next receive) or, if we never do, when we die.
   return {};

@@ -22,6 +22,11 @@
 //                  A short read no longer means "drained" — the EOF (or the
 //                  error) behind the data made its edge already and will not
 //                  make another — so the reader keeps `readable` set.
+//   want_write     the owner asked for one tcp_writable (notify_writable).
+//                  Set by the owner; cleared by materialize when it emits the
+//                  message, or by controlling_process. The note is posted for
+//                  it when `writable` is (or becomes) set, as for `armed`
+//                  with `readable`.
 //   closed         the handle closed the fd (after EPOLL_CTL_DEL). Whoever
 //                  clears `queued` while `closed` is set — or the closer,
 //                  when `queued` was clear — retires the object.
@@ -56,6 +61,13 @@ inline constexpr uint32_t reader_parked = 1u << 4;
 inline constexpr uint32_t writer_parked = 1u << 5;
 inline constexpr uint32_t closed = 1u << 6;
 inline constexpr uint32_t hup = 1u << 7;
+inline constexpr uint32_t want_write = 1u << 8;
+
+// Whether the state asks for the note: armed input waiting, or room to write
+// that the owner asked to hear about.
+constexpr bool wants_note(uint32_t s) noexcept {
+  return ((s & readable) && (s & armed)) || ((s & writable) && (s & want_write));
+}
 }  // namespace st
 
 struct socket_impl {
@@ -100,7 +112,7 @@ inline actions on_edge(socket_impl* s, uint32_t bits) noexcept {
   for (;;) {
     uint32_t next = cur | bits;
     actions a;
-    if ((next & st::readable) && (next & st::armed) && !(next & (st::queued | st::closed))) {
+    if (st::wants_note(next) && !(next & (st::queued | st::closed))) {
       next |= st::queued;
       a.post = true;
     }
@@ -130,10 +142,26 @@ inline actions arm(socket_impl* s) noexcept {
 // The owner: passive.
 inline void disarm(socket_impl* s) noexcept { s->state.fetch_and(~st::armed, std::memory_order_seq_cst); }
 
+// The owner: asks for one tcp_writable. Posts the note if there is room
+// already (the owner's last try_send cleared `writable` on its EAGAIN, so a
+// set bit means an EPOLLOUT edge came since).
+inline actions want_writable(socket_impl* s) noexcept {
+  uint32_t cur = s->state.load(std::memory_order_relaxed);
+  for (;;) {
+    uint32_t next = cur | st::want_write;
+    actions a;
+    if ((next & st::writable) && !(next & (st::queued | st::closed))) {
+      next |= st::queued;
+      a.post = true;
+    }
+    if (s->state.compare_exchange_weak(cur, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return a;
+  }
+}
+
 // Whoever took the note out of a mailbox (materialize, discard). Keeps it
-// queued and asks for a re-post when armed input is still waiting and
-// `repost_ok`; otherwise clears queued, and asks for the object to be
-// retired when the handle already closed.
+// queued and asks for a re-post when armed input is still waiting (or asked
+// for room is there) and `repost_ok`; otherwise clears queued, and asks for
+// the object to be retired when the handle already closed.
 inline actions release_note(socket_impl* s, bool repost_ok) noexcept {
   uint32_t cur = s->state.load(std::memory_order_relaxed);
   for (;;) {
@@ -142,7 +170,7 @@ inline actions release_note(socket_impl* s, bool repost_ok) noexcept {
     if (cur & st::closed) {
       next &= ~st::queued;
       a.retire = true;
-    } else if (repost_ok && (cur & st::armed) && (cur & st::readable)) {
+    } else if (repost_ok && st::wants_note(cur)) {
       a.post = true;  // stays queued
     } else {
       next &= ~st::queued;

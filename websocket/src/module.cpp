@@ -27,6 +27,10 @@ class module_adapter final : public handler {
     if (m.is<herd::modules::code_changed>()) return;
     h_->info(s, m);
   }
+  void closing(session& s) override {
+    switch_if_outdated();
+    h_->closing(s);
+  }
   void terminate(const ending& how) override { h_->terminate(how); }
 
  private:

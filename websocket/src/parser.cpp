@@ -18,43 +18,50 @@ void release_if_large(std::string& s) {
 
 bool is_control(uint8_t op) noexcept { return op & 0x8; }
 
+// Helpers over the parser's members rather than private member functions:
+// a member declared in the public header would be a symbol every module
+// host has to export, and no module could call it.
+
+// The message handed out last is no longer referenced: drop it.
+void forget_delivered(std::string& msg, bool& deliver_reset) noexcept {
+  if (!deliver_reset) return;
+  msg.clear();
+  release_if_large(msg);
+  deliver_reset = false;
+}
+
+// Moves the unparsed bytes to the front of the input buffer.
+void compact(std::string& in, std::size_t& pos, std::string& msg, bool& deliver_reset) noexcept {
+  forget_delivered(msg, deliver_reset);
+  if (pos == 0) return;
+  in.erase(0, pos);
+  pos = 0;
+  release_if_large(in);
+}
+
+// A protocol violation: the one `fail` event, after which the parser is done.
+std::optional<event> fail_with(bool& done, uint16_t code, const char* why) noexcept {
+  done = true;
+  return event{event::kind::fail, {}, code, why};
+}
+
 }  // namespace
 
 void frame_parser::feed(std::string_view bytes) {
   if (done_ || bytes.empty()) return;
-  compact();
+  compact(in_, pos_, msg_, deliver_reset_);
   in_.append(bytes);
 }
 
-void frame_parser::compact() {
-  if (deliver_reset_) {
-    msg_.clear();
-    release_if_large(msg_);
-    deliver_reset_ = false;
-  }
-  if (pos_ == 0) return;
-  in_.erase(0, pos_);
-  pos_ = 0;
-  release_if_large(in_);
-}
-
 void frame_parser::shrink() noexcept {
-  compact();
+  compact(in_, pos_, msg_, deliver_reset_);
   if (in_.empty()) std::string().swap(in_);
   if (msg_.empty()) std::string().swap(msg_);
 }
 
-std::optional<event> frame_parser::fail(uint16_t code, const char* why) {
-  done_ = true;
-  return event{event::kind::fail, {}, code, why};
-}
-
 std::optional<event> frame_parser::next() {
-  if (deliver_reset_) {
-    msg_.clear();
-    release_if_large(msg_);
-    deliver_reset_ = false;
-  }
+  forget_delivered(msg_, deliver_reset_);
+  auto fail = [this](uint16_t code, const char* why) { return fail_with(done_, code, why); };
   for (;;) {
     if (done_) return std::nullopt;
     std::string_view b(in_.data() + pos_, in_.size() - pos_);

@@ -1,33 +1,46 @@
 #include <herd/websocket/session.hpp>
 
 namespace herd::ws {
+namespace {
+
+// Free helpers over the queue rather than private member functions: a
+// member declared in the public header would be a symbol every module host
+// has to export, and no module could call it.
+
+// Appends one frame to the outbound queue.
+void push(std::string& out, std::vector<std::size_t>& ends, opcode op, std::string_view payload) {
+  write_frame(out, op, payload);
+  ends.push_back(out.size());
+}
+
+// Appends our close frame; returns the code it carries.
+uint16_t queue_close(std::string& out, std::vector<std::size_t>& ends, uint16_t code, std::string_view reason) {
+  if (code == close_code::no_status) {
+    write_frame(out, opcode::close, {});  // echo "no code" as no code (RFC 6455 5.5.1)
+  } else {
+    write_close(out, code, reason);
+  }
+  ends.push_back(out.size());
+  return code;
+}
+
+}  // namespace
+
+void session::text(std::string_view payload) {
+  if (state_ == state::open) push(out_, ends_, opcode::text, payload);
+}
+
+void session::binary(std::string_view payload) {
+  if (state_ == state::open) push(out_, ends_, opcode::binary, payload);
+}
 
 void session::ping(std::string_view payload) {
-  if (state_ == state::open) push(opcode::ping, payload.substr(0, 125));
-}
-
-void session::data(opcode op, std::string_view payload) {
-  if (state_ == state::open) push(op, payload);
-}
-
-void session::push(opcode op, std::string_view payload) {
-  write_frame(out_, op, payload);
-  ends_.push_back(out_.size());
-}
-
-void session::queue_close(uint16_t code, std::string_view reason) {
-  if (code == close_code::no_status) {
-    write_frame(out_, opcode::close, {});  // echo "no code" as no code (RFC 6455 5.5.1)
-  } else {
-    write_close(out_, code, reason);
-  }
-  ends_.push_back(out_.size());
-  sent_code_ = code;
+  if (state_ == state::open) push(out_, ends_, opcode::ping, payload.substr(0, 125));
 }
 
 void session::close(uint16_t code, std::string_view reason) {
   if (state_ != state::open) return;
-  queue_close(code, reason);
+  sent_code_ = queue_close(out_, ends_, code, reason);
   state_ = state::closing;
 }
 
@@ -64,15 +77,15 @@ std::optional<event> session::next() {
   if (!e) return e;
   switch (e->type) {
     case event::kind::ping:
-      if (state_ == state::open) push(opcode::pong, e->payload);
+      if (state_ == state::open) push(out_, ends_, opcode::pong, e->payload);
       break;
     case event::kind::close:
       received_code_ = e->code;
-      if (state_ == state::open) queue_close(e->code, {});
+      if (state_ == state::open) sent_code_ = queue_close(out_, ends_, e->code, {});
       state_ = state::closed;  // ours was sent, or is queued now: the handshake is complete
       break;
     case event::kind::fail:
-      if (state_ == state::open) queue_close(e->code, e->why);
+      if (state_ == state::open) sent_code_ = queue_close(out_, ends_, e->code, e->why);
       state_ = state::closed;
       break;
     default:

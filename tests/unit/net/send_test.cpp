@@ -195,3 +195,61 @@ TEST_CASE("try_send takes what the kernel accepts, returns 0 on a full socket wi
   CHECK(rest_ok);
   CHECK(got == expect);
 }
+
+namespace send_test_msgs {
+struct poke {};
+}  // namespace send_test_msgs
+
+TEST_CASE("notify_writable: a tcp_writable at once when there is room, else once the peer reads, while the owner keeps receiving",
+          "[net][send]") {
+  std::string expect;
+  for (int i = 0; i < (2 << 20); ++i) expect += char('a' + i % 23);
+  bool at_once = false, poked = false, bad_id = false;
+  int writables = 0;
+  std::size_t short_writes = 0;
+  std::string got;
+  // One worker: the owner never parks in send, it waits in receive.
+  herd::test::run_node(node_opts(1), [&] {
+    auto p = connected_pair();
+    REQUIRE(p.mine.valid());
+    REQUIRE(shrink_buffers(p));
+    // A connected socket has room: the answer is already in the mailbox.
+    REQUIRE(p.mine.notify_writable());
+    at_once = herd::receive([&](const herd::net::tcp_writable& w) { return w.sock == p.mine.id(); },
+                            herd::after(10s, [] { return false; }));
+    std::thread reader([&] { got = p.peer.recv_n(expect.size(), 20000); });
+    herd::send(herd::self(), send_test_msgs::poke{});
+    std::size_t done = 0;
+    while (done < expect.size()) {
+      auto r = p.mine.try_send(std::string_view(expect).substr(done));
+      REQUIRE(r);
+      done += *r;
+      if (done == expect.size()) break;
+      ++short_writes;
+      REQUIRE(p.mine.notify_writable());
+      // Other messages still come in while the socket is full; the bound is a
+      // failure limit, not a pace.
+      bool room = false;
+      while (!room) {
+        int what = herd::receive(
+            [&](const herd::net::tcp_writable& w) {
+              bad_id = bad_id || !(w.sock == p.mine.id());
+              return 1;
+            },
+            [](send_test_msgs::poke) { return 2; }, herd::after(20s, [] { return 0; }));
+        if (what == 0) break;
+        if (what == 2) poked = true;
+        room = what == 1;
+      }
+      if (!room) break;
+      ++writables;
+    }
+    reader.join();
+  });
+  CHECK(at_once);
+  CHECK(short_writes > 0);  // the 2 MiB did not fit the buffers at once
+  CHECK(writables == int(short_writes));
+  CHECK(poked);
+  CHECK_FALSE(bad_id);
+  CHECK(got == expect);
+}

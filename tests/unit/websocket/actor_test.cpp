@@ -4,7 +4,11 @@
 #include "support/ws_client.hpp"
 #include "support/ws_server.hpp"
 
+#include <herd/actors/introspect.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <sys/socket.h>
 
 using namespace ws_test;
 using herd::ws::opcode;
@@ -263,4 +267,73 @@ TEST_CASE("ws a draining listener closes its WebSockets with 1001", "[ws][actor]
   });
   CHECK(code == 1001);
   CHECK(eof);
+}
+
+TEST_CASE("ws a stalled writer waits for room with no timer - it hibernates with its queue - and a client that drains later gets every frame in order",
+          "[ws][actor][slow]") {
+  bool stalled_asleep = false;
+  std::size_t pushed = 0;
+  std::vector<std::string> bad;
+  auto o = herd::ws::options{};
+  o.idle_hibernate = 10ms;
+  o.max_queued_frames = 100000;
+  o.max_queued_bytes = std::size_t(256) << 20;
+  auto frame = [](std::size_t i) {
+    std::string s = "seq " + std::to_string(i) + " ";
+    s.resize(16 * 1024, 'x');
+    return s;
+  };
+  with_server(o, [&](uint16_t port) {
+    ws_client c;
+    bool up = herd::blocking([&] {
+      // A small receive buffer, so that a few MiB fill the path (not below
+      // loopback's 64 KiB segment: TCP would crawl on its persist timer).
+      if (!c.sock.connect(port)) return false;
+      int small = 128 * 1024;
+      ::setsockopt(c.sock.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+      c.send_raw("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+      std::string head;
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        std::string b = c.sock.recv_n(1, 10000);
+        if (b.empty()) return false;
+        head += b;
+      }
+      return head.starts_with("HTTP/1.1 101");
+    });
+    REQUIRE(up);
+    herd::pid conn = opened_conn();
+    REQUIRE(conn.valid());
+    // Pushes until the socket refuses some (the queue shows frames); the
+    // client reads nothing meanwhile. Bounded: 64 MiB.
+    auto queued = [&] {
+      auto i = herd::introspect::process_info(conn);
+      return i ? i->row.out_frames : 0;
+    };
+    while (pushed < 4096) {
+      for (int k = 0; k < 16; ++k) herd::send(conn, frame(pushed++));
+      if (herd::test::eventually([&] { return queued() > 0; }, 50ms)) break;
+    }
+    // Nothing is written until the client reads, and no timer is needed to
+    // notice when it does: the connection sleeps with its stack released.
+    stalled_asleep = herd::test::eventually([&] {
+      auto i = herd::introspect::process_info(conn);
+      return i && i->row.hibernated && i->row.out_frames > 0;
+    });
+    herd::send(conn, std::string("last"));
+    herd::blocking([&] {
+      for (std::size_t i = 0; i <= pushed; ++i) {
+        auto f = c.read();
+        std::string want = i == pushed ? std::string("last") : frame(i);
+        if (!f || f->payload != want) {
+          bad.push_back("frame " + std::to_string(i) + ": " + (f ? f->payload.substr(0, 16) : std::string("none")));
+          return;
+        }
+      }
+    });
+  });
+  INFO("pushed " << pushed);
+  CHECK(pushed < 4096);
+  CHECK(stalled_asleep);
+  CHECK(bad.empty());
 }

@@ -153,3 +153,52 @@ TEST_CASE("ws module handler - a module that is not loaded is a clear module_err
   INFO(what);
   CHECK(what.find("ws_no_such_module") != std::string::npos);
 }
+
+TEST_CASE("ws module handler - the module's closing() runs once, when the close handshake starts, before terminate()",
+          "[ws][module]") {
+  sandbox box;
+  std::string v1 = box.deploy("ws_counter_v1", "ws_counter_v1.so");
+  std::vector<std::string> order;  // what the connection told, in order
+  uint16_t closing_code = 0, peer_close = 0;
+  herd::test::run_node(net_test::node_opts(2), [&] {
+    REQUIRE(herd::register_name(m::test_name, herd::self()));
+    REQUIRE(herd::modules::load(v1));
+    uint16_t port = start_module_server("ws_module_closing", {});
+    REQUIRE(port != 0);
+    ws_client c;
+    REQUIRE(herd::blocking([&] { return c.upgraded(port); }));
+    herd::pid conn = herd::receive([](const m::hello& h) { return h.conn; }, herd::after(10s, [] { return herd::pid{}; }));
+    REQUIRE(conn.valid());
+    CHECK(ask(c, "one") == "v1 1");
+    // The peer closes: the connection answers (its close frame is queued) and
+    // stops taking frames — closing() — then ends — terminate().
+    peer_close = herd::blocking([&] {
+      std::string close;
+      herd::ws::write_close(close, 1000, {}, 0x01020304);
+      c.send_raw(close);
+      auto f = c.read();
+      return f && f->op == opcode::close ? f->close_code() : uint16_t(0);
+    });
+    for (bool more = true; more;) {
+      more = herd::receive(
+          [&](const m::closing& x) {
+            order.push_back("closing " + x.version);
+            closing_code = x.sent;
+            return x.conn == conn;
+          },
+          [&](const m::ended& x) {
+            order.push_back("ended " + x.version);
+            return false;
+          },
+          herd::after(10s, [] { return false; }));
+    }
+    // Nothing more comes from it (closing() ran once).
+    while (herd::receive([&](const m::closing&) { return true; }, herd::after(0ms, [] { return false; })))
+      order.push_back("closing again");
+    (void)herd::net::stop_listener("ws_module_closing");
+    herd::unregister_name(m::test_name);
+  });
+  CHECK(peer_close == 1000);
+  CHECK(order == std::vector<std::string>{"closing v1", "ended v1"});
+  CHECK(closing_code == 1000);
+}

@@ -25,8 +25,13 @@
 //
 // The loop is a template on the transport (net/transport.hpp) so that a
 // transport other than tcp_socket can carry HTTP; serve() is the tcp one.
+//
+// The observer shows the connection's process with protocol "http" while
+// the loop runs (hibernated too); an upgrade route's handler starts without
+// it (ws::serve labels the process "websocket").
 #pragma once
 #include <herd/actors/hibernate.hpp>
+#include <herd/actors/introspect.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/timers.hpp>
@@ -173,6 +178,8 @@ step on_request(connection<T>& c) {
     }
     case k::upgrade: {
       if (!flush(c)) return step::close;
+      // No longer HTTP: the new protocol labels the process itself (ws::serve: "websocket").
+      herd::introspect::set_protocol(nullptr);
       std::string rest = c.rd.take_rest();
       (*m.take)(std::move(c.t), std::move(q), std::move(rest));
       return step::taken;
@@ -267,6 +274,8 @@ void run(connection<T> c) {
       case step::more:
         break;
       case step::close:
+        herd::introspect::set_protocol(nullptr);
+        return;
       case step::taken:
         return;
       case step::idle:
@@ -286,6 +295,7 @@ void run(connection<T> c) {
 template <herd::net::transport T>
 void serve_connection(T t, std::shared_ptr<const basic_router<T>> r, server_options o) {
   if (!t.set_active(herd::net::active::once())) return;
+  herd::introspect::set_protocol("http");  // the observer's processes view
   detail::connection<T> c{std::move(t), std::move(r), o, request_reader(o.limit)};
   c.idle_since = std::chrono::steady_clock::now();
   detail::run(std::move(c));

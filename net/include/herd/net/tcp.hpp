@@ -62,6 +62,9 @@ struct tcp_error {  // e.g. errc::reset
 struct tcp_passive {  // active::n ran out
   socket_id sock;
 };
+struct tcp_writable {  // the send buffer has room again (notify_writable)
+  socket_id sock;
+};
 
 class active {
  public:
@@ -141,6 +144,13 @@ class tcp_socket {
   // reading) to bytes.size(). Errors as send's. For an owner that keeps its
   // own output queue and needs to know how much of it the socket refused.
   result<std::size_t> try_send(std::string_view bytes);
+  // For such an owner: one tcp_writable in its mailbox once the kernel's
+  // send buffer has room again — at once if it has had room since the last
+  // try_send that found it full. One message per call (ask again after the
+  // next short try_send); whatever the active mode; also after the peer went
+  // away (the next try_send says so). The owner keeps receiving meanwhile
+  // instead of parking in send() or polling with a timer.
+  result<> notify_writable();
   // Half-close: the peer reads EOF; this side may still receive.
   result<> shutdown_write();
   // Any holder of the handle. Idempotent. Messages already delivered stay.

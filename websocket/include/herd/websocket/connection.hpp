@@ -21,7 +21,9 @@
 //   slowed down by TCP, not buffered by the server;
 // - output goes to the session's queue and is written with the transport's
 //   non-blocking try_send; what the socket refuses stays queued and is
-//   retried (1 ms doubling to 64 ms) while the process keeps receiving. More
+//   written when the socket reports room (tcp_socket::notify_writable: a
+//   tcp_writable message, no timer) while the process keeps receiving — a
+//   stalled connection may hibernate with its queue. More
 //   than max_queued_frames or max_queued_bytes not yet written: the peer is
 //   a slow consumer (counted in counters()) — the frames it has not started
 //   to take are dropped, a close frame 1008 follows the one in progress, and

@@ -58,6 +58,9 @@ class behaviour : public herd::handler {
     (void)s;
     (void)m;
   }
+  // Once, when the connection stops taking frames (ws::handler::closing):
+  // leave the registries that hand this connection work.
+  virtual void closing(session& s) { (void)s; }
   virtual void terminate(const ending& how) { (void)how; }
 };
 

@@ -66,9 +66,6 @@ class frame_parser {
   void shrink() noexcept;
 
  private:
-  std::optional<event> fail(uint16_t code, const char* why);
-  void compact();
-
   parser_options opt_;
   std::string in_;    // bytes not yet parsed, from pos_
   std::string msg_;   // the fragments of the message being reassembled

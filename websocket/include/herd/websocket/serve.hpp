@@ -2,7 +2,11 @@
 // template over the transport (herd::net::transport: tcp_socket today, an
 // in-memory transport later). A transport with try_send (tcp_socket) gets
 // the non-blocking writer; one without it falls back to send() bounded by
-// close_timeout, which blocks the process while the peer is slow.
+// close_timeout, which blocks the process while the peer is slow. When the
+// socket refuses bytes, a transport with notify_writable (tcp_socket) wakes
+// the loop with tcp_writable as soon as it has room — meanwhile the process
+// waits in receive with no timer and may hibernate like an idle one; one
+// without it retries on a timer (1 ms doubling to 64 ms).
 //
 // From the connection's process, which owns `sock`, after the HTTP layer
 // read `req` (an upgrade request) and `rest` (bytes that came after its
@@ -50,6 +54,7 @@ struct conn {
   herd::timer_ref ping_timer{};
   std::chrono::milliseconds retry{1};
   bool eof = false;
+  bool want_write = false;  // notify_writable asked, its tcp_writable not yet taken
   bool write_shut = false;
   bool failed = false;  // the socket failed, or slow consumer: stop now
   bool slow = false;
@@ -57,13 +62,24 @@ struct conn {
 };
 
 template <class T>
+constexpr bool wakes_on_writable = requires(T& t) { t.notify_writable(); };
+
+template <class T>
 bool write_some(conn<T>& c) {
   while (!c.s.pending().empty()) {
     if constexpr (requires { c.sock.try_send(std::string_view{}); }) {
       auto r = c.sock.try_send(c.s.pending());
       if (!r) return false;
-      if (*r == 0) return true;
       c.s.written(*r);
+      if (c.s.pending().empty()) break;
+      // Full: the rest goes when the socket says it has room.
+      if constexpr (wakes_on_writable<T>) {
+        if (!c.want_write) {
+          if (!c.sock.notify_writable()) return false;
+          c.want_write = true;
+        }
+      }
+      return true;
     } else {
       if (!c.sock.send(c.s.pending(), c.o().close_timeout)) return false;
       c.s.written(c.s.pending().size());
@@ -174,7 +190,8 @@ void run(std::unique_ptr<conn<T>> c) {
       if (left <= std::chrono::milliseconds(0)) return end(*c);  // the close handshake ran out of time
       wait = left;
     }
-    if (!c->s.pending().empty()) wait = std::min(wait, c->retry);
+    if constexpr (!wakes_on_writable<T>)
+      if (!c->s.pending().empty()) wait = std::min(wait, c->retry);
     step st = herd::receive(
         [&](net::tcp_data& d) {
           c->last_in = clock::now();
@@ -199,13 +216,17 @@ void run(std::unique_ptr<conn<T>> c) {
           on_tick(*c);
           return step::more;
         },
+        [&](const net::tcp_writable&) {
+          c->want_write = false;  // settle() writes what the socket takes now
+          return step::more;
+        },
         [&](const herd::any_message& m) {
           if (c->s.open()) c->h->info(c->s, m);
           return step::more;
         },
         herd::after(wait, [] { return step::timeout; }));
     if (st == step::timeout) {
-      if (!c->s.pending().empty()) {
+      if (!wakes_on_writable<T> && !c->s.pending().empty()) {
         c->retry = std::min(c->retry * 2, std::chrono::milliseconds(64));
       } else if (!c->s.open()) {
         continue;  // the close deadline is checked at the top

@@ -34,8 +34,8 @@ class session {
 
   // Commands (a handler's replies and pushes). Ignored once closing: a
   // message after our close frame would break the protocol.
-  void text(std::string_view payload) { data(opcode::text, payload); }
-  void binary(std::string_view payload) { data(opcode::binary, payload); }
+  void text(std::string_view payload);
+  void binary(std::string_view payload);
   void ping(std::string_view payload = {});
   // Queues a close frame with `code` and starts the close handshake.
   void close(uint16_t code, std::string_view reason = {});
@@ -73,10 +73,6 @@ class session {
   std::size_t buffered() const noexcept { return parser_.buffered() + queued_bytes(); }
 
  private:
-  void data(opcode op, std::string_view payload);
-  void push(opcode op, std::string_view payload);
-  void queue_close(uint16_t code, std::string_view reason);
-
   frame_parser parser_;
   std::string protocol_;
   std::string out_;
