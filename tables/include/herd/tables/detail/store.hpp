@@ -387,9 +387,10 @@ class store {
         if constexpr (std::equality_comparable<V>)  // a bag of V without == is refused at creation
           if (kind_ == table_kind::bag && std::find(it->second.begin(), it->second.end(), v) != it->second.end())
             return true;
+        s.heap -= list_bytes(it->second);  // push_back may move the list to a larger buffer
         it->second.push_back(v);
         s.objects += 1;
-        s.heap += int64_t(owned_bytes(it->second.back()));
+        s.heap += list_bytes(it->second) + int64_t(owned_bytes(it->second.back()));
       } else {
         // measured as stored: an assigned string keeps its own capacity
         s.heap -= int64_t(owned_bytes(it->second));
@@ -407,13 +408,24 @@ class store {
     return true;
   }
 
-  // The objects under one key and the heap bytes they and the key own.
+  // A bag key's list of objects beyond the one it keeps inline (erasing
+  // objects keeps the buffer, so the count changes only as it grows).
+  static int64_t list_bytes(const mapped& vs) {
+    if constexpr (Multi)
+      return vs.capacity() > 1 ? int64_t(vs.capacity() * sizeof(V)) : 0;
+    else
+      return 0;
+  }
+
+  // The objects under one key and the heap bytes they, their list and the
+  // key own.
   template <class It>
   static std::pair<std::size_t, int64_t> weigh(It it) {
     std::size_t n = 1;
     int64_t bytes = int64_t(owned_bytes(it->first.k));
     if constexpr (Multi) {
       n = it->second.size();
+      bytes += list_bytes(it->second);
       for (const V& x : it->second) bytes += int64_t(owned_bytes(x));
     } else {
       bytes += int64_t(owned_bytes(it->second));
