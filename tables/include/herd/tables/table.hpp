@@ -23,7 +23,8 @@
 // Operations never block: no lock is held while a user predicate runs or
 // across a scheduling point (design in detail/store.hpp). Keys must be
 // hashable (absl::Hash) and ordered (operator<); values equality-comparable
-// for bags, erase_object and select_delete.
+// for bags, erase_object and select_delete; in set and bag tables keys and
+// values need a noexcept move (they move within a stripe).
 #pragma once
 #include <herd/actors/process.hpp>
 #include <herd/actors/send.hpp>
