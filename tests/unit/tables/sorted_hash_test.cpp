@@ -9,6 +9,7 @@
 
 #include "support/node_fixture.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -221,4 +222,45 @@ TEST_CASE("set tables answer last and prev in hash order, for present and erased
   CHECK(prev_of_erased == forward[999]);
   CHECK(next_of_erased == forward[1001]);
   (void)erased;
+}
+
+TEST_CASE("a scan of a bag while another process writes and regrows it sees every key present throughout exactly once") {
+  std::size_t short_passes = 0, duplicates = 0, passes = 0;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto t = *herd::table<int, int>::create({.type = herd::table_type::duplicate_bag,
+                                             .access = herd::table_access::public_});
+    // one stripe; keys < 2000 stay, the writer's keys come and go in bulk, so
+    // the stripe grows and shrinks under the scans
+    for (int i = 0; i < 2000; ++i) t.insert(i, i), t.insert(i, -i);
+    std::atomic<bool> stop{false};
+    std::atomic<int> rounds{0};
+    herd::pid writer = herd::spawn([t, &stop, &rounds]() mutable {
+      while (!stop.load()) {
+        for (int i = 10000; i < 14000; ++i) t.insert(i, i);
+        for (int i = 10000; i < 14000; ++i) t.erase(i);
+        ++rounds;
+        herd::yield();
+      }
+    });
+    auto m = herd::monitor(writer);
+    // at least 10 passes, and on until the writer has regrown the stripe a few times
+    for (int pass = 0; pass < 10 || rounds.load() < 3; ++pass) {
+      std::map<int, int> count;
+      for (auto k = t.first(); k; k = t.next(*k)) ++count[*k];
+      std::size_t seen = 0;
+      for (auto& [k, n] : count) {
+        if (n > 1) ++duplicates;
+        if (k < 2000) ++seen;
+      }
+      if (seen != 2000) ++short_passes;
+      ++passes;
+      herd::yield();
+    }
+    stop = true;
+    herd::receive([&](const herd::down&) {});
+    (void)m;
+  });
+  CHECK(passes >= 10);
+  CHECK(short_passes == 0);
+  CHECK(duplicates == 0);
 }
