@@ -214,3 +214,22 @@ TEST_CASE("memory counts what the table holds: it grows with objects and their s
   CHECK(big >= small + 1000 * 100);
   CHECK(cleared < small);
 }
+
+TEST_CASE("memory counts a bag key's list of objects, and erase_object and erase give it back") {
+  std::size_t empty = 0, one = 0, many = 0, fewer = 0, gone = 0;
+  run_node(opts(1), [&] {
+    auto d = *table<int, int64_t>::create({.type = table_type::duplicate_bag});
+    empty = d.memory();
+    d.insert(1, 0);
+    one = d.memory();
+    for (int64_t i = 1; i < 1000; ++i) d.insert(1, i % 10);
+    many = d.memory();
+    d.erase_object(1, 3);  // 100 of them; the list keeps its buffer
+    fewer = d.memory();
+    d.erase(1);
+    gone = d.memory();
+  });
+  CHECK(many >= one + 999 * sizeof(int64_t));
+  CHECK(fewer == many);
+  CHECK(gone == empty);
+}

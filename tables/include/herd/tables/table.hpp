@@ -23,7 +23,8 @@
 // Operations never block: no lock is held while a user predicate runs or
 // across a scheduling point (design in detail/store.hpp). Keys must be
 // hashable (absl::Hash) and ordered (operator<); values equality-comparable
-// for bags, erase_object and select_delete.
+// for bags, erase_object and select_delete; in set and bag tables keys and
+// values need a noexcept move (they move within a stripe).
 #pragma once
 #include <herd/actors/process.hpp>
 #include <herd/actors/send.hpp>
@@ -164,8 +165,8 @@ class table {
     requires std::same_as<C, V>
   bool update_element(const K& k, M C::*field, std::type_identity_t<M> value) {
     s()->check_write("update_element");
-    auto& one = s_->single("update_element");
-    return one.modify(k, nullptr, [&](V& v) { return v.*field = std::move(value), true; }).has_value();
+    return s_->modify("update_element", k, nullptr, [&](V& v) { return v.*field = std::move(value), true; })
+        .has_value();
   }
 
   // Removes the objects pred(k, v) accepts; how many went. An object changed
@@ -287,29 +288,36 @@ class table {
         : table_base(o.name, static_cast<tables::detail::table_kind>(o.type), o.access, typeid(K), typeid(V)) {
       if (o.type == table_type::bag || o.type == table_type::duplicate_bag)
         many.emplace(kind, bits);
+      else if (o.type == table_type::ordered_set)
+        ordered.emplace(kind, bits);
       else
         one.emplace(kind, bits);
     }
+    // Exactly one is there: set (hash stripes), ordered_set (a btree), bags.
     std::optional<tables::detail::store<K, V, false>> one;
+    std::optional<tables::detail::store<K, V, false, true>> ordered;
     std::optional<tables::detail::store<K, V, true>> many;
 
     void check_owner(const char* op) const {
       if (deleted.load(std::memory_order_acquire)) refuse(op, "deleted");
       if (owner.load(std::memory_order_acquire) != self()) refuse(op, "only its owner may do this");
     }
-    tables::detail::store<K, V, false>& single(const char* op) {
-      if (!one) refuse(op, "not on a bag");
-      return *one;
+    // store::modify on a set or ordered_set; a bag refuses.
+    template <class F>
+    auto modify(const char* op, const K& k, const V* dflt, F&& f) {
+      if (one) return one->modify(k, dflt, f);
+      if (!ordered) refuse(op, "not on a bag");
+      return ordered->modify(k, dflt, f);
     }
-    // One call for either store: the branch is on a pointer the table never
-    // changes.
+    // One call for whichever store the table has: the branch is on flags the
+    // table never changes.
     template <class F>
     decltype(auto) either(F&& f) const {
-      return one ? f(*one) : f(*many);
+      return one ? f(*one) : ordered ? f(*ordered) : f(*many);
     }
     template <class F>
     decltype(auto) either(F&& f) {
-      return one ? f(*one) : f(*many);
+      return one ? f(*one) : ordered ? f(*ordered) : f(*many);
     }
     bool insert(const K& k, const V& v, bool only_new) {
       return either([&](auto& s) { return s.insert(k, v, only_new); });
@@ -393,7 +401,7 @@ class table {
   template <class N, class Get>
   N count(const K& k, Get get, counter_step<N> st, std::optional<V> dflt, bool thresholded) {
     s()->check_write("update_counter");
-    auto r = s_->single("update_counter").modify(k, dflt ? &*dflt : nullptr, [&](V& v) {
+    auto r = s_->modify("update_counter", k, dflt ? &*dflt : nullptr, [&](V& v) {
       N& n = get(v);
       return n = step_value(n, st, thresholded);
     });

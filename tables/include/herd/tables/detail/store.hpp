@@ -1,14 +1,18 @@
-// The storage under herd::table<K, V>: S stripes (a power of two), each an
-// absl::btree_map under its own reader-writer lock.
+// The storage under herd::table<K, V>: S stripes (a power of two), each under
+// its own reader-writer lock. A set or bag stripe is a sorted_hash (an
+// open-addressing hash table kept in hash order, sorted_hash.hpp); an
+// ordered_set's single stripe is an absl::btree_map.
 //
 // Order. Every object sits at a position (h, k): h is absl::Hash of the key
-// for set and bag tables and 0 for ordered_set, and a stripe holds one range
-// of h (its top bits). So the whole table is ordered by (h, k) — by k for
-// ordered_set — and `next(k)` is "the first position after (h(k), k)", which
-// has an answer whether or not k is still there. A scan (first/next, select,
-// foldl) therefore visits every key present from its start to its end exactly
-// once, and a key inserted or erased meanwhile at most once. That is the
-// guarantee ETS gives only inside safe_fixtable; here it needs nothing.
+// with its low bit set for set and bag tables, and 0 for ordered_set; a
+// stripe holds one range of h (its top bits). So the whole table is ordered
+// by (h, k) — by k for ordered_set — and `next(k)` is "the first position
+// after (h(k), k)", which has an answer whether or not k is still there. A
+// scan (first/next, select, foldl) therefore visits every key present from
+// its start to its end exactly once, and a key inserted or erased meanwhile
+// at most once. That is the guarantee ETS gives only inside safe_fixtable;
+// here it needs nothing. Both kinds of stripe keep that order through
+// growth; equal hashes are ordered by the key's operator<.
 //
 // Locks. Readers take their stripe's lock shared, writers exclusive; an
 // operation on many keys (insert of many) takes its stripes exclusive in
@@ -18,14 +22,16 @@
 // (no receive, no yield), so an exit signal, which lands only at a blocking
 // point, never leaves an operation half done.
 //
-// Memory. Each stripe's btree allocates through a counting allocator; the
-// bytes a key or value owns on the heap (a string's buffer) are added on
-// insert and taken off on erase, so memory() is real bytes, counted under the
-// same lock as the change.
+// Memory. Each stripe allocates through a counting allocator (btree nodes,
+// or the hash stripe's slot array); the bytes a key or value owns on the
+// heap (a string's buffer) are added on insert and taken off on erase, so
+// memory() is real bytes, counted under the same lock as the change.
 #pragma once
 #include <absl/container/btree_map.h>
 #include <absl/container/inlined_vector.h>
 #include <absl/hash/hash.h>
+#include <herd/tables/detail/order.hpp>
+#include <herd/tables/detail/sorted_hash.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -76,73 +82,36 @@ std::size_t owned_bytes(const T& x) {
     return 0;
 }
 
-// A position in the table's order.
-template <class K>
-struct pos {
-  uint64_t h;
-  K k;
-};
-template <class K>
-struct pos_ref {  // the same, for a lookup that must not copy the key
-  uint64_t h;
-  const K* k;
-};
-template <class K>
-struct pos_less {
-  using is_transparent = void;
-  static bool less(uint64_t ah, const K& ak, uint64_t bh, const K& bk) {
-    if (ah != bh) return ah < bh;
-    return std::less<K>{}(ak, bk);
-  }
-  bool operator()(const pos<K>& a, const pos<K>& b) const { return less(a.h, a.k, b.h, b.k); }
-  bool operator()(const pos<K>& a, const pos_ref<K>& b) const { return less(a.h, a.k, b.h, *b.k); }
-  bool operator()(const pos_ref<K>& a, const pos<K>& b) const { return less(a.h, *a.k, b.h, b.k); }
-};
-
-// Adds the bytes of every node the btree allocates to a counter its stripe
-// owns (changed only under the stripe's exclusive lock).
-template <class T>
-struct counting_allocator {
-  using value_type = T;
-  int64_t* bytes;
-  explicit counting_allocator(int64_t* b) noexcept : bytes(b) {}
-  template <class U>
-  counting_allocator(const counting_allocator<U>& o) noexcept : bytes(o.bytes) {}
-  T* allocate(std::size_t n) {
-    T* p = std::allocator<T>{}.allocate(n);
-    *bytes += int64_t(n * sizeof(T));
-    return p;
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    *bytes -= int64_t(n * sizeof(T));
-    std::allocator<T>{}.deallocate(p, n);
-  }
-  template <class U>
-  bool operator==(const counting_allocator<U>& o) const noexcept { return bytes == o.bytes; }
-};
-
 enum class table_kind : uint8_t { set, ordered_set, bag, duplicate_bag };
 
 // One object as a scan hands it out.
 template <class K, class V>
 using object = std::pair<K, V>;
 
-template <class K, class V, bool Multi>
+// Ordered: an ordered_set (one btree stripe, h = 0); else set or bag stripes.
+template <class K, class V, bool Multi, bool Ordered = false>
 class store {
+  static_assert(!(Multi && Ordered), "ETS has no ordered bag");
+
  public:
   // set/ordered_set: one V per key; bag/duplicate_bag: a list of them.
   using mapped = std::conditional_t<Multi, absl::InlinedVector<V, 1>, V>;
 
   store(table_kind kind, unsigned stripe_bits)
-      : kind_(kind),
-        bits_(kind == table_kind::ordered_set ? 0 : stripe_bits),
-        stripes_(std::make_unique<stripe[]>(std::size_t(1) << bits_)) {}
+      : kind_(kind), bits_(Ordered ? 0 : stripe_bits), stripes_(std::make_unique<stripe[]>(std::size_t(1) << bits_)) {
+    if constexpr (!Ordered)
+      for (std::size_t i = 0; i < stripe_count(); ++i) stripes_[i].map.set_shift(bits_);
+  }
 
   table_kind kind() const noexcept { return kind_; }
   std::size_t stripe_count() const noexcept { return std::size_t(1) << bits_; }
 
+  // The low bit set: a hash stripe marks empty slots with 0.
   uint64_t hash_of(const K& k) const {
-    return kind_ == table_kind::ordered_set ? 0 : absl::Hash<K>{}(k);
+    if constexpr (Ordered)
+      return 0;
+    else
+      return absl::Hash<K>{}(k) | 1;
   }
 
   // --- writes --------------------------------------------------------------
@@ -367,22 +336,23 @@ class store {
   }
 
  private:
+  using alloc_t = counting_allocator<std::pair<const pos<K>, mapped>>;
   // absl::btree_map fixes 256-byte nodes, which hold only ~7 of a
   // (hash, u64 key, two-word value) table's 32-byte slots: a lookup walks
   // four levels of cache misses. 1,024-byte nodes halve the depth and the
   // per-node overhead (docs/tables.md, "Storage", has the measurement). The
   // parameter is only reachable through absl's container_internal names,
   // stable within an Abseil LTS release (Debian 12 ships 20220623).
-  using map_t = absl::container_internal::btree_map_container<absl::container_internal::btree<
-      absl::container_internal::map_params<pos<K>, mapped, pos_less<K>,
-                                           counting_allocator<std::pair<const pos<K>, mapped>>,
+  using tree_t = absl::container_internal::btree_map_container<absl::container_internal::btree<
+      absl::container_internal::map_params<pos<K>, mapped, pos_less<K>, alloc_t,
                                            /*TargetNodeSize=*/1024, /*IsMulti=*/false>>>;
+  using map_t = std::conditional_t<Ordered, tree_t, sorted_hash<K, mapped, alloc_t>>;
   struct alignas(64) stripe {
     mutable std::shared_mutex lock;
-    int64_t nodes = 0;  // btree node bytes (counting_allocator)
+    int64_t nodes = 0;  // btree nodes or hash slots (counting_allocator)
     int64_t heap = 0;   // bytes the keys and values own
     std::size_t objects = 0;
-    map_t map{counting_allocator<std::pair<const pos<K>, mapped>>(&nodes)};
+    map_t map{alloc_t(&nodes)};
   };
 
   std::size_t index_of(uint64_t h) const noexcept { return bits_ ? std::size_t(h >> (64 - bits_)) : 0; }
@@ -417,9 +387,10 @@ class store {
         if constexpr (std::equality_comparable<V>)  // a bag of V without == is refused at creation
           if (kind_ == table_kind::bag && std::find(it->second.begin(), it->second.end(), v) != it->second.end())
             return true;
+        s.heap -= list_bytes(it->second);  // push_back may move the list to a larger buffer
         it->second.push_back(v);
         s.objects += 1;
-        s.heap += int64_t(owned_bytes(it->second.back()));
+        s.heap += list_bytes(it->second) + int64_t(owned_bytes(it->second.back()));
       } else {
         // measured as stored: an assigned string keeps its own capacity
         s.heap -= int64_t(owned_bytes(it->second));
@@ -437,13 +408,24 @@ class store {
     return true;
   }
 
-  // The objects under one key and the heap bytes they and the key own.
+  // A bag key's list of objects beyond the one it keeps inline (erasing
+  // objects keeps the buffer, so the count changes only as it grows).
+  static int64_t list_bytes(const mapped& vs) {
+    if constexpr (Multi)
+      return vs.capacity() > 1 ? int64_t(vs.capacity() * sizeof(V)) : 0;
+    else
+      return 0;
+  }
+
+  // The objects under one key and the heap bytes they, their list and the
+  // key own.
   template <class It>
   static std::pair<std::size_t, int64_t> weigh(It it) {
     std::size_t n = 1;
     int64_t bytes = int64_t(owned_bytes(it->first.k));
     if constexpr (Multi) {
       n = it->second.size();
+      bytes += list_bytes(it->second);
       for (const V& x : it->second) bytes += int64_t(owned_bytes(x));
     } else {
       bytes += int64_t(owned_bytes(it->second));
