@@ -192,17 +192,20 @@ result<std::string> start(const dist_options& o) {
   auto l = net::start_listener(listener_name, lo, [](net::tcp_socket s) { accept_node(std::move(s)); });
   if (!l) return error{errc::connect, "listen: " + l.error().message()};
   std::string alive = name->substr(0, name->find('@'));
-  herd::pid k = herd::spawn([me = herd::self(), alive, port = l->port, hidden = o.hidden] {
-    keeper(me, alive, port, hidden);
-  });
   {
+    // Spawned under the lock, so that the keeper is known as such before it
+    // can end (its exit clears the state only if it is still the keeper).
     std::lock_guard g(state().mu);
-    state().keeper = k;
+    state().keeper = herd::spawn([me = herd::self(), alive, port = l->port, hidden = o.hidden] {
+      keeper(me, alive, port, hidden);
+    });
   }
   published_result pub;
   herd::receive([&](published_result& r) { pub = std::move(r); });
   if (!pub.ok) {
     (void)net::stop_listener(listener_name);
+    std::lock_guard g(state().mu);
+    state().keeper = herd::no_pid;
     return error{errc::epmd, pub.why};
   }
   uint64_t flags = dflag_mandatory | dflag_dist_monitor | dflag_dist_monitor_name | dflag_unicode_io |

@@ -126,6 +126,9 @@ std::optional<incoming> decode_frame(const self_id& me, std::string_view body) {
   // Anything left in the control tuple (a trace token) is skipped.
   for (int k = (op == ctl_reg_send || op == ctl_reg_send_tt) ? 4 : 3; k < arity; ++k)
     if (ei_skip_term(buf, &i)) return std::nullopt;
+  // ei's decoders trust the lengths they read: a frame whose terms claim
+  // more than it holds is refused here (see docs/distribution.md, "Limits").
+  if (std::size_t(i) > body.size()) return std::nullopt;
   in.payload = body.substr(std::size_t(i));
   return in;
 }
