@@ -14,12 +14,15 @@
 // When it ends, for whatever reason (the peer went away, stop(), the node's
 // shutdown unwinding it), its entry is removed and monitor_node holders get
 // nodedown.
+#include <herd/actors/links.hpp>
 #include <herd/actors/logger.hpp>
+#include <herd/actors/registry.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/send.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "bytes.hpp"
 #include "epmd.hpp"
@@ -124,7 +127,8 @@ class link_loop {
           [&](const net::tcp_closed&) { why_ = "closed by the peer"; },
           [&](const net::tcp_error& e) { why_ = e.err.message(); },
           [&](out_frame& f) { out_ += f.bytes; },
-          [&](const close_connection& c) { why_ = c.why; }, herd::after(wait, [] {}));
+          [&](const close_connection& c) { why_ = c.why; },
+          [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [] {}));
       if (!why_.empty()) break;
       if (pending() && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
       now = clk::now();
@@ -201,11 +205,53 @@ class link_loop {
         }
         herd::send(f->to_name, etf_message{f->from, std::string(f->payload)});
         break;
+      case ctl_monitor_p:
+        watch(*f);
+        break;
+      case ctl_demonitor_p:
+        if (auto it = by_ref_.find(std::string(f->ref_raw)); it != by_ref_.end()) {
+          herd::demonitor(it->second);
+          watched_.erase(it->second);
+          by_ref_.erase(it);
+        }
+        break;
       default:
-        break;  // links, monitors and exits across nodes: not yet
+        break;  // links and exits across nodes: not yet
     }
   }
 
+  // A remote process monitors one of ours (as gen_server:call does): this
+  // process holds a herd monitor for it and turns its `down` into
+  // MONITOR_P_EXIT. A name not registered here is noproc at once.
+  struct remote_watch {
+    std::string from, to, ref;
+  };
+
+  void watch(const incoming& f) {
+    remote_watch w{std::string(f.from_raw), std::string(f.to_raw), std::string(f.ref_raw)};
+    herd::pid target = f.to;
+    if (!f.to_name.empty()) target = herd::whereis(f.to_name).value_or(herd::no_pid);
+    if (!target.valid() || target.is_remote()) {
+      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}));
+      return;
+    }
+    herd::monitor_ref r = herd::monitor(target);  // a dead target: down{noproc} at once
+    by_ref_.emplace(w.ref, r);
+    watched_.emplace(r, std::move(w));
+  }
+
+  void monitor_fired(const herd::down& d) {
+    auto it = watched_.find(d.ref);
+    if (it == watched_.end()) return;
+    const remote_watch& w = it->second;
+    out_ += frame_monitor_exit(w.to, w.from, w.ref,
+                               reason_term(int(d.reason.kind()), d.reason.type(), d.reason.what()));
+    by_ref_.erase(w.ref);
+    watched_.erase(it);
+  }
+
+  std::map<herd::monitor_ref, remote_watch> watched_;
+  std::map<std::string, herd::monitor_ref> by_ref_;
   net::tcp_socket& s_;
   const peer_info& peer_;
   self_id me_;

@@ -120,6 +120,29 @@ std::optional<incoming> decode_frame(const self_id& me, std::string_view body) {
       if (ei_skip_term(buf, &i) || ei_decode_atom(buf, &i, atom)) return std::nullopt;
       in.to_name = atom;
       break;
+    case ctl_monitor_p:
+    case ctl_demonitor_p: {
+      // {19|20, FromPid, ToProc, Ref}; ToProc a pid or a registered name.
+      int a = i;
+      if (ei_skip_term(buf, &i)) return std::nullopt;
+      in.from_raw = body.substr(std::size_t(a), std::size_t(i - a));
+      a = i;
+      int type = 0, size = 0;
+      if (ei_get_type(buf, &i, &type, &size)) return std::nullopt;
+      if (type == ERL_ATOM_EXT || type == ERL_SMALL_ATOM_EXT || type == ERL_ATOM_UTF8_EXT ||
+          type == ERL_SMALL_ATOM_UTF8_EXT) {
+        if (ei_decode_atom(buf, &i, atom)) return std::nullopt;
+        in.to_name = atom;
+      } else {
+        if (ei_decode_pid(buf, &i, &p)) return std::nullopt;
+        in.to = from_erlang(me, p);
+      }
+      in.to_raw = body.substr(std::size_t(a), std::size_t(i - a));
+      a = i;
+      if (ei_skip_term(buf, &i) || std::size_t(i) > body.size()) return std::nullopt;
+      in.ref_raw = body.substr(std::size_t(a), std::size_t(i - a));
+      return in;
+    }
     default:
       return in;  // not handled yet: links, monitors, exits (next session)
   }
@@ -131,6 +154,39 @@ std::optional<incoming> decode_frame(const self_id& me, std::string_view body) {
   if (std::size_t(i) > body.size()) return std::nullopt;
   in.payload = body.substr(std::size_t(i));
   return in;
+}
+
+std::string frame_monitor_exit(std::string_view to_raw, std::string_view from_raw, std::string_view ref_raw,
+                               std::string_view reason) {
+  xbuf c;
+  ei_x_encode_version(&c.b);
+  ei_x_encode_tuple_header(&c.b, 5);
+  ei_x_encode_long(&c.b, ctl_monitor_p_exit);
+  std::string control(c.view());
+  control += to_raw;
+  control += from_raw;
+  control += ref_raw;
+  control += reason;
+  std::string f;
+  put32(f, uint32_t(1 + control.size()));
+  f += 'p';
+  return f + control;
+}
+
+std::string reason_term(int kind, const std::string& type, const std::string& what) {
+  xbuf r;
+  switch (kind) {
+    case 0: ei_x_encode_atom(&r.b, "normal"); break;
+    case 1: ei_x_encode_atom(&r.b, "shutdown"); break;
+    case 2:
+    case 3: ei_x_encode_atom(&r.b, "killed"); break;
+    case 5: ei_x_encode_atom(&r.b, "noproc"); break;
+    default:
+      ei_x_encode_tuple_header(&r.b, 2);
+      ei_x_encode_binary(&r.b, type.data(), long(type.size()));
+      ei_x_encode_binary(&r.b, what.data(), long(what.size()));
+  }
+  return std::string(r.view());
 }
 
 std::string is_auth_reply(const self_id& me, std::string_view payload, bool send_sender) {

@@ -36,9 +36,20 @@ struct incoming {
   herd::pid to;            // SEND*: local or no_pid (not ours)
   std::string to_name;     // REG_SEND*
   std::string_view payload;
+  // MONITOR_P / DEMONITOR_P: the terms as they came (without 131), to be
+  // echoed in MONITOR_P_EXIT.
+  std::string_view from_raw, to_raw, ref_raw;
 };
 // nullopt: not a frame this node understands (the caller drops the connection).
 std::optional<incoming> decode_frame(const self_id& me, std::string_view body);
+
+// MONITOR_P_EXIT {21, ToProc, FromPid, Ref, Reason}: a monitor a remote
+// process holds on one of ours fired. `reason_term` without 131.
+std::string frame_monitor_exit(std::string_view to_raw, std::string_view from_raw, std::string_view ref_raw,
+                               std::string_view reason_term);
+// An exit reason as the term Erlang would see: normal, shutdown, killed,
+// noproc, or {Type, What} (binaries) for an error.
+std::string reason_term(int kind, const std::string& type, const std::string& what);
 
 // net_kernel's is_auth call ({'$gen_call', {From, Tag}, {is_auth, _}}): the
 // reply frame `{Tag, yes}` to From, or "" when payload is something else.

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <stdexcept>
 #include <sstream>
 #include <unistd.h>
 
@@ -244,4 +245,33 @@ TEST_CASE("a BEAM node that stops answering misses its ticks and goes down after
   INFO(err);
   CHECK(err.empty());
   CHECK(down);
+}
+
+TEST_CASE("a BEAM process monitoring a herd process gets DOWN with its reason, and noproc for an unknown name") {
+  if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  std::string out, err;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts("herd"));
+    if (!me) return void(err = me.error().message());
+    herd::pid victim = herd::spawn([] {
+      herd::register_name("victim", herd::self());
+      herd::receive([](const herd::dist::etf_message&) { throw std::runtime_error("boom"); });
+    });
+    if (!herd::test::eventually([] { return herd::whereis("victim").has_value(); })) return void(err = "no victim");
+    peer_process erl(herd::test::erl_args(
+        herd::test::unique_sname("beam"), cookie,
+        "N = '" + *me + "',"
+        "R1 = (catch gen_server:call({nobody, N}, hi, 30000)),"
+        "M = monitor(process, {victim, N}),"
+        "{victim, N} ! {self(), die},"
+        "R2 = receive {'DOWN', M, process, _, Reason} -> Reason after 30000 -> timeout end,"
+        "io:format(\"result ~p ~p~n\", [element(1, element(2, R1)), R2]), halt()."));
+    erl.wait_exit(60s);
+    out = erl.output();
+    herd::exit(victim, herd::exit_reason::kill());
+    herd::dist::stop();
+  });
+  INFO(err << out);
+  CHECK(err.empty());
+  CHECK(out.find("result noproc {<<\"std::runtime_error\">>,<<\"boom\">>}") != std::string::npos);
 }
