@@ -231,6 +231,9 @@ class link_loop {
     remote_watch w{std::string(f.from_raw), std::string(f.to_raw), std::string(f.ref_raw)};
     herd::pid target = f.to;
     if (!f.to_name.empty()) target = herd::whereis(f.to_name).value_or(herd::no_pid);
+    // net_kernel is this process itself for is_auth (ping): it does not
+    // go away while the connection lasts, so its monitor never fires.
+    if (!target.valid() && f.to_name == "net_kernel") return;
     if (!target.valid() || target.is_remote()) {
       out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}));
       return;
