@@ -303,6 +303,8 @@ void initiate(std::string node) {
 void accept_node(net::tcp_socket s) {
   identity me = my_identity();
   std::string claimed;
+  // Unwound mid-handshake (the node stopping): the entry it claimed goes.
+  down_guard guard{claimed};
   auto status = [&](const std::string& peer) -> std::string {
     dist_state& st = state();
     std::lock_guard g(st.mu);
@@ -332,7 +334,7 @@ void accept_node(net::tcp_socket s) {
   auto peer = handshake_accept(s, me, status, handshake_timeout);
   if (!peer) {
     log(peer.error().message());
-    if (!claimed.empty()) mark_down(claimed, peer.error().message());
+    guard.why = peer.error().message();
     return;
   }
   if (!mark_up(*peer)) return;

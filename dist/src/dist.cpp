@@ -9,6 +9,8 @@
 #include <herd/actors/spawn.hpp>
 #include <herd/net/listener.hpp>
 
+#include <ei.h>
+#include <mutex>
 #include <unistd.h>
 
 #include "cookie.hpp"
@@ -173,6 +175,11 @@ std::string error::message() const { return herd::detail::code_and_detail(to_str
 
 result<std::string> start(const dist_options& o) {
   herd::detail::require_process("herd::dist::start");
+  // ei asks for one ei_init before use. herd uses only ei's encoders and
+  // decoders, which keep no state; its connection code (the part with
+  // per-process tables) is not used.
+  static std::once_flag ei_ready;
+  std::call_once(ei_ready, [] { ei_init(); });
   auto name = node_name(o);
   if (!name) return name.error();
   if (o.net_ticktime.count() < 4) return error{errc::bad_options, "net_ticktime below 4 ms"};
