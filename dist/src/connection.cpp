@@ -209,20 +209,18 @@ class link_loop {
         watch(*f);
         break;
       case ctl_demonitor_p:
-        if (auto it = by_ref_.find(std::string(f->ref_raw)); it != by_ref_.end()) {
-          herd::demonitor(it->second);
-          watched_.erase(it->second);
-          by_ref_.erase(it);
-        }
+        unwatch(*f);
         break;
       default:
         break;  // links and exits across nodes: not yet
     }
   }
 
-  // A remote process monitors one of ours (as gen_server:call does): this
-  // process holds a herd monitor for it and turns its `down` into
-  // MONITOR_P_EXIT. A name not registered here is noproc at once.
+  // A remote process monitors one of ours (as gen_server:call does, once
+  // per call): this process turns the target's `down` into MONITOR_P_EXIT
+  // for every remote monitor on it. It holds one herd monitor per target,
+  // kept until the target ends or the connection does, so a call costs no
+  // signal to the target. A name not registered here is noproc at once.
   struct remote_watch {
     std::string from, to, ref;
   };
@@ -238,23 +236,45 @@ class link_loop {
       out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}));
       return;
     }
-    herd::monitor_ref r = herd::monitor(target);  // a dead target: down{noproc} at once
-    by_ref_.emplace(w.ref, r);
-    watched_.emplace(r, std::move(w));
+    if (!target_mon_.count(target)) {
+      herd::monitor_ref r = herd::monitor(target);  // a dead target: down{noproc} at once
+      target_mon_.emplace(target, r);
+      mon_target_.emplace(r, target);
+    }
+    by_ref_[w.ref] = target;
+    watches_.emplace(target, std::move(w));
+  }
+
+  void unwatch(const incoming& f) {
+    auto it = by_ref_.find(std::string(f.ref_raw));
+    if (it == by_ref_.end()) return;
+    auto [b, e] = watches_.equal_range(it->second);
+    for (auto w = b; w != e; ++w)
+      if (w->second.ref == it->first) {
+        watches_.erase(w);
+        break;
+      }
+    by_ref_.erase(it);
   }
 
   void monitor_fired(const herd::down& d) {
-    auto it = watched_.find(d.ref);
-    if (it == watched_.end()) return;
-    const remote_watch& w = it->second;
-    out_ += frame_monitor_exit(w.to, w.from, w.ref,
-                               reason_term(int(d.reason.kind()), d.reason.type(), d.reason.what()));
-    by_ref_.erase(w.ref);
-    watched_.erase(it);
+    auto t = mon_target_.find(d.ref);
+    if (t == mon_target_.end()) return;
+    std::string reason = reason_term(int(d.reason.kind()), d.reason.type(), d.reason.what());
+    auto [b, e] = watches_.equal_range(t->second);
+    for (auto w = b; w != e; ++w) {
+      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason);
+      by_ref_.erase(w->second.ref);
+    }
+    watches_.erase(b, e);
+    target_mon_.erase(t->second);
+    mon_target_.erase(t);
   }
 
-  std::map<herd::monitor_ref, remote_watch> watched_;
-  std::map<std::string, herd::monitor_ref> by_ref_;
+  std::map<herd::pid, herd::monitor_ref> target_mon_;
+  std::map<herd::monitor_ref, herd::pid> mon_target_;
+  std::multimap<herd::pid, remote_watch> watches_;
+  std::map<std::string, herd::pid> by_ref_;
   net::tcp_socket& s_;
   const peer_info& peer_;
   self_id me_;
