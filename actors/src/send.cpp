@@ -1,4 +1,5 @@
 #include <herd/actors/detail/deferred.hpp>
+#include <herd/actors/detail/remote.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/send.hpp>
 #include <herd/runtime/sched.hpp>
@@ -39,6 +40,9 @@ namespace {
 }  // namespace
 
 bool deliver(pid to, message* m) noexcept {
+  // One predictable branch for the local hot path; no_pid (all ones) goes
+  // this way too and is dropped there.
+  if (__builtin_expect(to.index >= remote_pid_bit, 0)) return deliver_remote(to, m);
   node_state* n = current_node();
   rt::fiber* me = rt::current();
   bool delivered = false;

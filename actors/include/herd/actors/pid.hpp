@@ -2,6 +2,11 @@
 // generation. A pid whose process has exited never names another process:
 // the slot's generation moves on when it is reused (and a slot whose
 // generation would wrap is retired). Prints as <index.generation>.
+//
+// Indices from remote_pid_bit up name processes on other nodes: entries of
+// the distribution layer's table of remote pids (herd::dist), interned so one
+// remote process always has the same herd::pid. Such a pid prints as Erlang
+// prints it, <N.id.serial> (N: the node's number here).
 #pragma once
 #include <compare>
 #include <cstdio>
@@ -12,15 +17,24 @@
 
 namespace herd {
 
+namespace detail {
+// <N.id.serial> for a remote pid (actors/src/remote.cpp asks the dist layer).
+std::string remote_pid_to_string(uint32_t index, uint32_t generation);
+}  // namespace detail
+
+inline constexpr uint32_t remote_pid_bit = 0x8000'0000u;
+
 struct pid {
   uint32_t index = UINT32_MAX;
   uint32_t generation = 0;
 
   constexpr bool valid() const noexcept { return index != UINT32_MAX; }
   constexpr explicit operator bool() const noexcept { return valid(); }
+  constexpr bool is_remote() const noexcept { return valid() && (index & remote_pid_bit) != 0; }
   constexpr uint64_t value() const noexcept { return (uint64_t(generation) << 32) | index; }
   friend constexpr auto operator<=>(const pid&, const pid&) = default;
   std::string to_string() const {
+    if (is_remote()) return detail::remote_pid_to_string(index, generation);
     char buf[32];
     int n = std::snprintf(buf, sizeof buf, "<%u.%u>", index, generation);
     return std::string(buf, static_cast<std::size_t>(n));

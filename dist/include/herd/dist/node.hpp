@@ -1,0 +1,130 @@
+// herd::dist — this node as a member of an Erlang cluster, over Erlang's own
+// distribution protocol (epmd, the version 6 handshake with cookies, the
+// distribution header "pass-through" frames and ticks).
+//
+//   herd::node n;
+//   n.run([] {
+//     auto me = herd::dist::start({.sname = "gw"});      // gw@<host>, cookie from ~/.erlang.cookie
+//     if (!me) return herd::log_report(me.error().message());
+//     herd::register_name("echo", herd::self());
+//     herd::receive([](herd::dist::etf_message& m) {     // from any node
+//       herd::dist::send(m.from, std::move(m.bytes));
+//     });
+//   });
+//
+// One connection per node pair, carried by one herd process (no thread per
+// connection): it owns the socket, reads frames and hands messages to local
+// processes, and writes what local senders queued for that node (its
+// mailbox is the single writer queue; see docs/distribution.md).
+//
+// Payloads are external term format bytes (starting with 131) for now;
+// herd::term replaces them when it lands.
+#pragma once
+#include <herd/actors/pid.hpp>
+#include <herd/actors/result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herd::dist {
+
+enum class errc : uint8_t {
+  bad_options,   // a node name or option that does not parse
+  cookie,        // no usable cookie (a file others can read, ...)
+  epmd,          // epmd cannot be reached or started, or refused the name
+  already,       // start: distribution already runs
+  not_started,   // start has not been called (or stop has)
+  no_node,       // epmd does not know the node / its host does not resolve
+  connect,       // the TCP connection failed
+  handshake,     // the peer broke off or spoke something else
+  not_allowed,   // cookies differ (or the peer refused us)
+  timeout,
+};
+
+const char* to_string(errc e) noexcept;
+
+struct error {
+  errc code;
+  std::string detail{};
+  std::string message() const;
+};
+
+template <class T = herd::ok>
+using result = herd::result<T, error>;
+
+struct dist_options {
+  std::string sname;    // "gw" -> gw@<this host's short name>
+  std::string name;     // or a long name, "gw@host.example.com"
+  std::string cookie;   // empty: ~/.erlang.cookie (created if missing, as erl does)
+  // A connection that has received nothing for this long is dropped (ticks
+  // are sent every quarter of it). Erlang's net_ticktime.
+  std::chrono::milliseconds net_ticktime{60000};
+  bool hidden = false;  // true: BEAM nodes list us in nodes(hidden) only
+  uint16_t port = 0;    // the port to listen on; 0: any
+};
+
+// Payload of a message from another node, as the local receiver gets it.
+// `from` is the sender (a remote pid) when the frame names it, else no_pid.
+struct etf_message {
+  herd::pid from;
+  std::string bytes;  // one term in the external term format, with its 131
+};
+
+// A send to a remote pid through herd::send takes this type (other C++
+// types cannot cross a node boundary yet: they are dropped and logged).
+struct etf {
+  std::string bytes;
+};
+
+// Sent to monitor_node holders.
+struct nodedown {
+  std::string node;
+};
+
+// From a process. Publishes the node to epmd (starting `epmd -daemon` when
+// none answers, as erl does), listens for other nodes, and returns the node's
+// name. Distribution stops with stop() or when the node ends.
+result<std::string> start(const dist_options& o);
+// From a process. Closes every connection (each monitor_node holder gets
+// nodedown) and unpublishes.
+void stop();
+
+// Any thread: "gw@host", or "" when not started.
+std::string this_node();
+// Any thread: the connected nodes.
+std::vector<std::string> nodes();
+
+// From a process: connects unless connected (a blocking point).
+result<> connect(std::string_view node, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// From a process: net_adm:ping — true on pong.
+bool ping(std::string_view node, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// From a process: the caller gets nodedown{node} when the connection to
+// `node` goes down (at once if there is none: connect first); `false`
+// removes one such request. Connection-up is not waited for.
+void monitor_node(std::string_view node, bool on);
+
+// Any thread. To a remote pid: queued on the connection to its node
+// (connecting on first use from a process). To a local pid: delivered as an
+// etf_message. False when it cannot go (no such node, not started, dead pid).
+bool send(herd::pid to, std::string etf_bytes);
+// To a process registered as `name` on `node` ({name, node} ! Msg).
+bool send(std::string_view name, std::string_view node, std::string etf_bytes);
+
+// Any thread: what a pid is as Erlang sees it (a local one too, while
+// distribution runs: this node's name and creation), for encoding it.
+struct remote_pid {
+  std::string node;
+  uint32_t id = 0;
+  uint32_t serial = 0;
+  uint32_t creation = 0;
+};
+std::optional<remote_pid> describe(herd::pid p);
+// Any thread: the herd::pid of a process on `node` (interned: the same
+// process always gives the same pid). Local pids come back as themselves.
+herd::pid intern(const remote_pid& r);
+
+}  // namespace herd::dist

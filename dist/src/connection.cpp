@@ -1,0 +1,364 @@
+// One process per connected node. It owns the socket ({active, once}), so it
+// alone reads and writes it:
+//   - reads: frames are cut from the byte stream and handed to local
+//     processes as etf_message (or answered here: net_kernel's is_auth);
+//   - writes: local senders put whole frames in its mailbox (out_frame) —
+//     the mailbox is the connection's single writer queue, lock-free for the
+//     senders; the process appends what has arrived to one buffer and writes
+//     it with try_send when its mailbox runs dry (or 256 KiB are pending), so
+//     a burst of small sends costs few system calls. What the kernel refuses
+//     stays buffered and is retried each millisecond while reading goes on:
+//     two herd nodes writing to each other never both block in a write;
+//   - ticks: every net_ticktime/4 it writes a tick if it wrote nothing since,
+//     and gives up on a peer silent for net_ticktime.
+// When it ends, for whatever reason (the peer went away, stop(), the node's
+// shutdown unwinding it), its entry is removed and monitor_node holders get
+// nodedown.
+#include <herd/actors/links.hpp>
+#include <herd/actors/logger.hpp>
+#include <herd/actors/registry.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/send.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "bytes.hpp"
+#include "epmd.hpp"
+#include "state.hpp"
+
+namespace herd::dist::detail {
+
+namespace {
+
+using namespace std::chrono;
+using clk = steady_clock;
+
+constexpr std::size_t batch_bytes = 256 * 1024;
+constexpr milliseconds handshake_timeout{10000};
+
+void log(const std::string& s) { herd::log_report("herd::dist: " + s); }
+
+// This process now carries `peer`'s connection; false when another one took
+// the node over meanwhile.
+bool mark_up(const peer_info& peer) {
+  dist_state& st = state();
+  std::vector<herd::pid> waiters;
+  {
+    std::lock_guard g(st.mu);
+    auto it = st.conns.find(peer.name);
+    if (it == st.conns.end() || it->second.proc != herd::self()) return false;
+    it->second.up = true;
+    it->second.peer_flags = peer.flags;
+    waiters.swap(it->second.waiters);
+  }
+  for (herd::pid w : waiters) herd::send(w, connect_result{peer.name, true, {}});
+  return true;
+}
+
+// Noexcept and non-blocking: runs while the process unwinds.
+void mark_down(const std::string& node, const std::string& why) noexcept {
+  try {
+    dist_state& st = state();
+    std::vector<herd::pid> waiters, watchers;
+    {
+      std::lock_guard g(st.mu);
+      auto it = st.conns.find(node);
+      if (it == st.conns.end() || it->second.proc != herd::self()) return;
+      waiters.swap(it->second.waiters);
+      st.conns.erase(it);
+      auto [b, e] = st.node_monitors.equal_range(node);
+      for (auto m = b; m != e; ++m) watchers.push_back(m->second);
+      st.node_monitors.erase(b, e);
+    }
+    for (herd::pid w : waiters) herd::send(w, connect_result{node, false, why});
+    for (herd::pid w : watchers) herd::send(w, nodedown{node});
+  } catch (...) {
+  }
+}
+
+// A connection attempt that lost to the peer's own (simultaneous connect)
+// passes what senders queued for the node on to the winner.
+void forward_queued(const std::string& node) {
+  herd::pid winner;
+  {
+    std::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end() || it->second.proc == herd::self()) return;
+    winner = it->second.proc;
+  }
+  for (bool more = true; more;)
+    herd::receive([&](out_frame& f) { herd::send(winner, std::move(f)); }, herd::after(milliseconds(0), [&] { more = false; }));
+}
+
+struct down_guard {
+  const std::string& node;
+  std::string why = "connection process ended";
+  ~down_guard() { mark_down(node, why); }
+};
+
+class link_loop {
+ public:
+  link_loop(net::tcp_socket& s, const peer_info& peer) : s_(s), peer_(peer) {
+    std::lock_guard g(state().mu);
+    me_ = state().self;
+    tick_ = state().ticktime;
+  }
+
+  std::string run() {
+    auto quarter = std::max(tick_ / 4, milliseconds(1));
+    send_sender_ = (peer_.flags & dflag_send_sender) != 0;
+    last_recv_ = last_send_ = clk::now();
+    auto next_tick = last_recv_ + quarter;
+    if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();
+    while (why_.empty()) {
+      auto now = clk::now();
+      milliseconds wait = pending() ? milliseconds(1) : std::max(duration_cast<milliseconds>(next_tick - now), milliseconds(0));
+      herd::receive(
+          [&](net::tcp_data& d) {
+            if (d.sock != s_.id()) return;
+            in_.append(d.data.view());
+            last_recv_ = clk::now();
+            parse();
+            if (why_.empty())
+              if (auto r = s_.set_active(net::active::once()); !r) why_ = r.error().message();
+          },
+          [&](const net::tcp_closed&) { why_ = "closed by the peer"; },
+          [&](const net::tcp_error& e) { why_ = e.err.message(); },
+          [&](out_frame& f) { out_ += f.bytes; },
+          [&](const close_connection& c) { why_ = c.why; },
+          [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [] {}));
+      if (!why_.empty()) break;
+      if (pending() && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
+      now = clk::now();
+      if (now >= next_tick) {
+        if (now - last_recv_ > tick_) why_ = "net_tick_timeout: nothing received for net_ticktime";
+        else if (now - last_send_ >= quarter && !pending()) {
+          out_.append(4, '\0');
+          flush();
+        }
+        next_tick = now + quarter;
+      }
+    }
+    return why_;
+  }
+
+ private:
+  bool pending() const { return out_off_ < out_.size(); }
+
+  void flush() {
+    auto r = s_.try_send(std::string_view(out_).substr(out_off_));
+    if (!r) {
+      why_ = "write: " + r.error().message();
+      return;
+    }
+    if (*r > 0) last_send_ = clk::now();
+    out_off_ += *r;
+    if (out_off_ == out_.size()) {
+      out_.clear();
+      out_off_ = 0;
+    } else if (out_off_ > batch_bytes) {
+      out_.erase(0, out_off_);
+      out_off_ = 0;
+    }
+  }
+
+  void parse() {
+    std::string_view in(in_);
+    while (in.size() - in_off_ >= 4 && why_.empty()) {
+      uint32_t len = get32(in, in_off_);
+      if (in.size() - in_off_ - 4 < len) break;
+      std::string_view body = in.substr(in_off_ + 4, len);
+      in_off_ += 4 + std::size_t(len);
+      if (len > 0) dispatch(body);
+    }
+    if (in_off_ == in_.size()) {
+      in_.clear();
+      in_off_ = 0;
+    } else if (in_off_ > 65536) {
+      in_.erase(0, in_off_);
+      in_off_ = 0;
+    }
+  }
+
+  void dispatch(std::string_view body) {
+    auto f = decode_frame(me_, body);
+    if (!f) {
+      why_ = "a frame this node cannot decode";
+      return;
+    }
+    switch (f->op) {
+      case ctl_send:
+      case ctl_send_tt:
+      case ctl_send_sender:
+        if (f->to.valid() && !f->to.is_remote()) herd::send(f->to, etf_message{f->from, std::string(f->payload)});
+        break;
+      case ctl_reg_send:
+      case ctl_reg_send_tt:
+        if (f->to_name == "net_kernel") {
+          std::string reply = is_auth_reply(me_, f->payload, send_sender_);
+          if (!reply.empty()) {
+            out_ += reply;
+            break;
+          }
+        }
+        herd::send(f->to_name, etf_message{f->from, std::string(f->payload)});
+        break;
+      case ctl_monitor_p:
+        watch(*f);
+        break;
+      case ctl_demonitor_p:
+        unwatch(*f);
+        break;
+      default:
+        break;  // links and exits across nodes: not yet
+    }
+  }
+
+  // A remote process monitors one of ours (as gen_server:call does, once
+  // per call): this process turns the target's `down` into MONITOR_P_EXIT
+  // for every remote monitor on it. It holds one herd monitor per target,
+  // kept until the target ends or the connection does, so a call costs no
+  // signal to the target. A name not registered here is noproc at once.
+  struct remote_watch {
+    std::string from, to, ref;
+  };
+
+  void watch(const incoming& f) {
+    remote_watch w{std::string(f.from_raw), std::string(f.to_raw), std::string(f.ref_raw)};
+    herd::pid target = f.to;
+    if (!f.to_name.empty()) target = herd::whereis(f.to_name).value_or(herd::no_pid);
+    // net_kernel is this process itself for is_auth (ping): it does not
+    // go away while the connection lasts, so its monitor never fires.
+    if (!target.valid() && f.to_name == "net_kernel") return;
+    if (!target.valid() || target.is_remote()) {
+      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}));
+      return;
+    }
+    if (!target_mon_.count(target)) {
+      herd::monitor_ref r = herd::monitor(target);  // a dead target: down{noproc} at once
+      target_mon_.emplace(target, r);
+      mon_target_.emplace(r, target);
+    }
+    by_ref_[w.ref] = target;
+    watches_.emplace(target, std::move(w));
+  }
+
+  void unwatch(const incoming& f) {
+    auto it = by_ref_.find(std::string(f.ref_raw));
+    if (it == by_ref_.end()) return;
+    auto [b, e] = watches_.equal_range(it->second);
+    for (auto w = b; w != e; ++w)
+      if (w->second.ref == it->first) {
+        watches_.erase(w);
+        break;
+      }
+    by_ref_.erase(it);
+  }
+
+  void monitor_fired(const herd::down& d) {
+    auto t = mon_target_.find(d.ref);
+    if (t == mon_target_.end()) return;
+    std::string reason = reason_term(int(d.reason.kind()), d.reason.type(), d.reason.what());
+    auto [b, e] = watches_.equal_range(t->second);
+    for (auto w = b; w != e; ++w) {
+      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason);
+      by_ref_.erase(w->second.ref);
+    }
+    watches_.erase(b, e);
+    target_mon_.erase(t->second);
+    mon_target_.erase(t);
+  }
+
+  std::map<herd::pid, herd::monitor_ref> target_mon_;
+  std::map<herd::monitor_ref, herd::pid> mon_target_;
+  std::multimap<herd::pid, remote_watch> watches_;
+  std::map<std::string, herd::pid> by_ref_;
+  net::tcp_socket& s_;
+  const peer_info& peer_;
+  self_id me_;
+  milliseconds tick_;
+  bool send_sender_ = false;
+  std::string in_, out_;
+  std::size_t in_off_ = 0, out_off_ = 0;
+  clk::time_point last_recv_, last_send_;
+  std::string why_;
+};
+
+identity my_identity() {
+  std::lock_guard g(state().mu);
+  return state().me;
+}
+
+}  // namespace
+
+void run_connection(net::tcp_socket& s, const peer_info& peer) {
+  down_guard guard{peer.name};
+  guard.why = link_loop(s, peer).run();
+  log("connection to " + peer.name + " ended: " + guard.why);
+  s.close();
+}
+
+void initiate(std::string node) {
+  down_guard guard{node};
+  auto fail = [&](const std::string& why) {
+    guard.why = why;
+    log("cannot connect to " + node + ": " + why);
+    forward_queued(node);
+  };
+  auto at = node.find('@');
+  std::string alive = node.substr(0, at), host = node.substr(at + 1);
+  auto np = epmd_port_please(host, alive);
+  if (!np) return fail(np.error().message());
+  auto s = net::tcp_socket::connect(host, np->port, seconds(5));
+  if (!s) return fail(s.error().message());
+  auto peer = handshake_connect(*s, my_identity(), node, handshake_timeout);
+  if (!peer) return fail(peer.error().message());
+  if (peer->name != node) return fail("the node on that port is " + peer->name);
+  if (!mark_up(*peer)) return fail("superseded by the peer's own connection");
+  run_connection(*s, *peer);
+}
+
+void accept_node(net::tcp_socket s) {
+  identity me = my_identity();
+  std::string claimed;
+  // Unwound mid-handshake (the node stopping): the entry it claimed goes.
+  down_guard guard{claimed};
+  auto status = [&](const std::string& peer) -> std::string {
+    dist_state& st = state();
+    std::lock_guard g(st.mu);
+    if (!st.running || peer == me.name) return "not_allowed";
+    claimed = peer;
+    auto it = st.conns.find(peer);
+    if (it == st.conns.end()) {
+      st.conns[peer] = conn_entry{herd::self(), false, false, 0, {}};
+      return "ok";
+    }
+    if (!it->second.up) {
+      // Both sides are connecting: the greater name's attempt wins (as net_kernel decides).
+      if (peer < me.name) {
+        claimed.clear();
+        return "nok";
+      }
+      herd::send(it->second.proc, close_connection{"superseded"});
+      it->second.proc = herd::self();
+      return "ok_simultaneous";
+    }
+    // It has restarted (it thinks it has no connection to us): the old one goes.
+    herd::send(it->second.proc, close_connection{"replaced by a new connection from " + peer});
+    it->second.proc = herd::self();
+    it->second.up = false;
+    return "alive";
+  };
+  auto peer = handshake_accept(s, me, status, handshake_timeout);
+  if (!peer) {
+    log(peer.error().message());
+    guard.why = peer.error().message();
+    return;
+  }
+  if (!mark_up(*peer)) return;
+  run_connection(s, *peer);
+}
+
+}  // namespace herd::dist::detail

@@ -1,0 +1,383 @@
+// herd::dist's entry points: start/stop (the keeper process owns the epmd
+// registration; the listener accepts nodes), connections on demand, sends.
+#include <herd/actors/detail/remote.hpp>
+#include <herd/actors/links.hpp>
+#include <herd/actors/logger.hpp>
+#include <herd/actors/process.hpp>
+#include <herd/actors/receive.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/actors/spawn.hpp>
+#include <herd/net/listener.hpp>
+
+#include <ei.h>
+#include <mutex>
+#include <unistd.h>
+
+#include "cookie.hpp"
+#include "epmd.hpp"
+#include "remote_pids.hpp"
+#include "state.hpp"
+
+namespace herd::dist {
+
+namespace detail {
+
+dist_state& state() {
+  static dist_state* s = new dist_state;  // outlives every process that may touch it
+  return *s;
+}
+
+namespace {
+
+constexpr const char* listener_name = "herd_dist";
+
+struct published_result {
+  bool ok = false;
+  uint32_t creation = 0;
+  std::string why;
+};
+
+bool send_remote(herd::pid to, std::string bytes) {
+  auto r = lookup_remote(to);
+  if (!r) return false;
+  herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
+  herd::pid conn;
+  bool sender = false;
+  self_id me;
+  {
+    std::lock_guard g(state().mu);
+    if (!state().running) return false;
+    me = state().self;
+    auto it = state().conns.find(r->node);
+    if (it != state().conns.end()) {
+      conn = it->second.proc;
+      sender = it->second.up && (it->second.peer_flags & dflag_send_sender);
+    }
+  }
+  if (!conn) conn = connection_for(r->node);
+  if (!conn) return false;
+  herd::send(conn, out_frame{frame_send(me, from, to, bytes, sender)});
+  return true;
+}
+
+}  // namespace
+
+bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
+  try {
+    if (m->type != herd::detail::type_id<etf>) {
+      herd::log_report("herd::dist: a " + std::string(m->ops->name, m->ops->name_len) + " cannot be sent to " +
+                       to.to_string() + " on another node (send herd::dist::etf)");
+      herd::detail::destroy_message(m);
+      return false;
+    }
+    std::string bytes = std::move(m->as<etf>().bytes);
+    herd::detail::destroy_message(m);
+    return send_remote(to, std::move(bytes));
+  } catch (...) {
+    return false;
+  }
+}
+
+namespace {
+
+
+// Owns the epmd registration (its socket) for the node's distribution
+// lifetime; when it ends — stop(), or the node shutting down — distribution
+// ends with it.
+void keeper(herd::pid starter, std::string alive, uint16_t port, bool hidden) {
+  struct reset {
+    ~reset() {
+      try {
+        std::vector<herd::pid> conns;
+        {
+          std::lock_guard g(state().mu);
+          if (state().keeper != herd::self()) return;
+          state().running = false;
+          state().keeper = herd::no_pid;
+          for (auto& [n, e] : state().conns) conns.push_back(e.proc);
+        }
+        for (herd::pid c : conns) herd::send(c, close_connection{"distribution stopped"});
+      } catch (...) {
+      }
+    }
+  } on_exit;
+  auto p = epmd_publish(alive, port, hidden);
+  if (!p) {
+    herd::send(starter, published_result{false, 0, p.error().message()});
+    return;
+  }
+  herd::send(starter, published_result{true, p->creation, {}});
+  (void)p->sock.set_active(net::active::once());
+  herd::receive([](const close_connection&) {},
+                [](const net::tcp_closed&) { herd::log_report("herd::dist: epmd closed our registration"); },
+                [](const net::tcp_error&) { herd::log_report("herd::dist: epmd closed our registration"); });
+}
+
+bool valid_alive(std::string_view a) {
+  if (a.empty() || a.size() > 255) return false;
+  for (char c : a)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+result<std::string> node_name(const dist_options& o) {
+  if (!o.sname.empty() == !o.name.empty()) return error{errc::bad_options, "give exactly one of sname and name"};
+  std::string n = o.sname.empty() ? o.name : o.sname;
+  auto at = n.find('@');
+  if (at == std::string::npos) {
+    if (!o.name.empty()) return error{errc::bad_options, "a long name needs a host: " + n};
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    std::string h = host;
+    h = h.substr(0, h.find('.'));
+    n += "@" + h;
+    at = n.find('@');
+  }
+  if (!valid_alive(std::string_view(n).substr(0, at)) || at + 1 >= n.size())
+    return error{errc::bad_options, "bad node name \"" + n + "\" (letters, digits, _ and - before the @)"};
+  return n;
+}
+
+}  // namespace
+
+herd::pid connection_for(std::string_view node) {
+  if (node.find('@') == std::string_view::npos || !herd::in_process()) return herd::no_pid;
+  std::lock_guard g(state().mu);
+  if (!state().running || node == state().me.name) return herd::no_pid;
+  auto it = state().conns.find(node);
+  if (it != state().conns.end()) return it->second.proc;
+  herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
+  state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}});
+  return p;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::bad_options: return "bad_options";
+    case errc::cookie: return "cookie";
+    case errc::epmd: return "epmd";
+    case errc::already: return "already";
+    case errc::not_started: return "not_started";
+    case errc::no_node: return "no_node";
+    case errc::connect: return "connect";
+    case errc::handshake: return "handshake";
+    case errc::not_allowed: return "not_allowed";
+    case errc::timeout: return "timeout";
+  }
+  return "unknown";
+}
+
+std::string error::message() const { return herd::detail::code_and_detail(to_string(code), detail); }
+
+result<std::string> start(const dist_options& o) {
+  herd::detail::require_process("herd::dist::start");
+  // ei asks for one ei_init before use. herd uses only ei's encoders and
+  // decoders, which keep no state; its connection code (the part with
+  // per-process tables) is not used.
+  static std::once_flag ei_ready;
+  std::call_once(ei_ready, [] { ei_init(); });
+  auto name = node_name(o);
+  if (!name) return name.error();
+  if (o.net_ticktime.count() < 4) return error{errc::bad_options, "net_ticktime below 4 ms"};
+  std::string cookie = o.cookie;
+  if (cookie.empty()) {
+    auto c = herd::blocking([] { return read_cookie_file(default_cookie_path()); });
+    if (!c) return c.error();
+    cookie = *c;
+  }
+  {
+    std::lock_guard g(state().mu);
+    if (state().running || state().keeper) return error{errc::already, "distribution already runs as " + state().me.name};
+  }
+  net::listener_options lo;
+  lo.port = o.port;
+  lo.handshake_timeout = std::chrono::seconds(10);
+  auto l = net::start_listener(listener_name, lo, [](net::tcp_socket s) { accept_node(std::move(s)); });
+  if (!l) return error{errc::connect, "listen: " + l.error().message()};
+  std::string alive = name->substr(0, name->find('@'));
+  {
+    // Spawned under the lock, so that the keeper is known as such before it
+    // can end (its exit clears the state only if it is still the keeper).
+    std::lock_guard g(state().mu);
+    state().keeper = herd::spawn([me = herd::self(), alive, port = l->port, hidden = o.hidden] {
+      keeper(me, alive, port, hidden);
+    });
+  }
+  published_result pub;
+  herd::receive([&](published_result& r) { pub = std::move(r); });
+  if (!pub.ok) {
+    (void)net::stop_listener(listener_name);
+    std::lock_guard g(state().mu);
+    state().keeper = herd::no_pid;
+    return error{errc::epmd, pub.why};
+  }
+  uint64_t flags = dflag_mandatory | dflag_dist_monitor | dflag_dist_monitor_name | dflag_unicode_io |
+                   dflag_small_atom_tags | dflag_send_sender | dflag_big_seqtrace_labels | dflag_v4_nc |
+                   (o.hidden ? 0 : dflag_published);
+  {
+    std::lock_guard g(state().mu);
+    state().me = identity{*name, cookie, pub.creation, flags};
+    state().self = self_id{*name, pub.creation};
+    state().ticktime = o.net_ticktime;
+    state().running = true;
+  }
+  install_remote_hooks();
+  return *name;
+}
+
+void stop() {
+  herd::detail::require_process("herd::dist::stop");
+  herd::pid k;
+  std::vector<herd::pid> conns;
+  {
+    std::lock_guard g(state().mu);
+    k = state().keeper;
+    for (auto& [n, e] : state().conns) conns.push_back(e.proc);
+  }
+  if (!k) return;
+  (void)net::stop_listener(listener_name);
+  std::vector<herd::monitor_ref> refs;
+  for (herd::pid c : conns) refs.push_back(herd::monitor(c));
+  refs.push_back(herd::monitor(k));
+  herd::send(k, close_connection{"stop"});
+  // The keeper's exit closes the connections; wait until each has ended (its
+  // nodedown sent) so that stop() returning means distribution is over.
+  for (std::size_t left = refs.size(); left > 0;)
+    herd::receive(herd::when([&](const herd::down& d) { return std::find(refs.begin(), refs.end(), d.ref) != refs.end(); },
+                             [&](const herd::down&) { --left; }),
+                  herd::after(std::chrono::seconds(10), [&] { left = 0; }));
+}
+
+std::string this_node() {
+  std::lock_guard g(state().mu);
+  return state().running ? state().me.name : std::string();
+}
+
+std::vector<std::string> nodes() {
+  std::lock_guard g(state().mu);
+  std::vector<std::string> out;
+  for (auto& [n, e] : state().conns)
+    if (e.up) out.push_back(n);
+  return out;
+}
+
+result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
+  herd::detail::require_process("herd::dist::connect");
+  if (node.find('@') == std::string_view::npos) return error{errc::bad_options, "not a node name: " + std::string(node)};
+  {
+    std::lock_guard g(state().mu);
+    if (!state().running) return error{errc::not_started, {}};
+    if (node == state().me.name) return {};
+    auto it = state().conns.find(node);
+    if (it != state().conns.end() && it->second.up) return {};
+    if (it == state().conns.end()) {
+      herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
+      it = state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}}).first;
+    }
+    it->second.waiters.push_back(herd::self());
+  }
+  result<> out = error{errc::timeout, "no connection to " + std::string(node) + " within the timeout"};
+  herd::receive(herd::when([&](const connect_result& r) { return r.node == node; },
+                           [&](connect_result& r) {
+                             if (r.ok) out = {};
+                             else out = error{r.why.find("cookie") != std::string::npos ? errc::not_allowed : errc::connect, r.why};
+                           }),
+                herd::after(timeout, [&] {
+                  std::lock_guard g(state().mu);
+                  auto it = state().conns.find(node);
+                  if (it != state().conns.end()) std::erase(it->second.waiters, herd::self());
+                }));
+  return out;
+}
+
+bool ping(std::string_view node, std::chrono::milliseconds timeout) {
+  if (!connect(node, timeout)) return false;
+  herd::pid conn;
+  self_id me;
+  {
+    std::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end()) return false;
+    conn = it->second.proc;
+    me = state().self;
+  }
+  std::string ref;
+  std::string call = is_auth_call(me, herd::self(), ref);
+  herd::send(conn, out_frame{frame_reg_send(me, herd::self(), "net_kernel", call)});
+  bool pong = false;
+  herd::receive(herd::when([&](const etf_message& m) { return is_auth_yes(m.bytes, ref); },
+                           [&](const etf_message&) { pong = true; }),
+                herd::after(timeout, [] {}));
+  return pong;
+}
+
+void monitor_node(std::string_view node, bool on) {
+  herd::detail::require_process("herd::dist::monitor_node");
+  herd::pid me = herd::self();
+  {
+    std::lock_guard g(state().mu);
+    if (on) {
+      if (state().conns.count(node)) {
+        state().node_monitors.emplace(std::string(node), me);
+        return;
+      }
+    } else {
+      auto [b, e] = state().node_monitors.equal_range(node);
+      for (auto it = b; it != e; ++it)
+        if (it->second == me) {
+          state().node_monitors.erase(it);
+          break;
+        }
+      return;
+    }
+  }
+  herd::send(me, nodedown{std::string(node)});  // no connection: down at once, as Erlang
+}
+
+bool send(herd::pid to, std::string etf_bytes) {
+  if (to.is_remote()) return send_remote(to, std::move(etf_bytes));
+  herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
+  return herd::detail::deliver(to, herd::detail::make_message<etf_message>(from, std::move(etf_bytes)));
+}
+
+bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
+  self_id me;
+  {
+    std::lock_guard g(state().mu);
+    if (!state().running) return false;
+    me = state().self;
+  }
+  herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
+  if (node == me.name) return herd::send(name, etf_message{from, std::move(etf_bytes)});
+  herd::pid conn = connection_for(node);
+  if (!conn) {
+    std::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end()) return false;
+    conn = it->second.proc;
+  }
+  herd::send(conn, out_frame{frame_reg_send(me, from, name, etf_bytes)});
+  return true;
+}
+
+std::optional<remote_pid> describe(herd::pid p) {
+  if (p.is_remote()) return lookup_remote(p);
+  std::lock_guard g(state().mu);
+  if (!state().running || !p.valid()) return std::nullopt;
+  return remote_pid{state().me.name, p.index, p.generation, state().me.creation};
+}
+
+herd::pid intern(const remote_pid& r) {
+  {
+    std::lock_guard g(state().mu);
+    if (state().running && r.node == state().me.name && r.creation == state().me.creation)
+      return herd::pid{r.id, r.serial};
+  }
+  return intern_remote(r);
+}
+
+}  // namespace herd::dist

@@ -1,0 +1,67 @@
+// The distribution's node-wide state: who we are, and one entry per node we
+// are connected (or connecting) to. A std::mutex guards it; it is never held
+// across a blocking point (only map updates and sends happen under it).
+#pragma once
+#include <herd/dist/node.hpp>
+#include <herd/net/tcp.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "handshake.hpp"
+#include "wire.hpp"
+
+namespace herd::dist::detail {
+
+// In a connection process's mailbox: a frame to write (length included).
+struct out_frame {
+  std::string bytes;
+};
+// Tells a connection process to close (stop(), or replaced by a new one).
+struct close_connection {
+  std::string why;
+};
+// To connect()'s caller.
+struct connect_result {
+  std::string node;
+  bool ok = false;
+  std::string why;
+};
+
+struct conn_entry {
+  herd::pid proc;        // the process that owns the connection
+  bool up = false;       // the handshake is done
+  bool initiator = false;
+  uint64_t peer_flags = 0;
+  std::vector<herd::pid> waiters;  // connect() callers
+};
+
+struct dist_state {
+  std::mutex mu;
+  bool running = false;
+  identity me;           // immutable while running
+  self_id self;
+  std::chrono::milliseconds ticktime{60000};
+  herd::pid keeper;      // owns the epmd registration
+  std::map<std::string, conn_entry, std::less<>> conns;
+  std::multimap<std::string, herd::pid, std::less<>> node_monitors;
+};
+
+dist_state& state();
+
+// From a process: the connection process for `node`, starting one (the
+// initiator) when there is none. no_pid when not running or the name is bad.
+herd::pid connection_for(std::string_view node);
+
+// Run by a connection process once the handshake is done, until it ends.
+void run_connection(net::tcp_socket& s, const peer_info& peer);
+// The process body that connects to `node`.
+void initiate(std::string node);
+// The listener's handler: accepts a node.
+void accept_node(net::tcp_socket s);
+
+}  // namespace herd::dist::detail
