@@ -127,12 +127,15 @@ TEST_CASE("read_timer tells the milliseconds left", "[timers]") {
 }
 
 TEST_CASE("cancel_timer works from another process and from a foreign thread", "[timers]") {
+  // Timers of a minute: the cancels must win however slow the machine (a
+  // 50 ms timer lost the race under TSan on a loaded CI machine).
   unsigned workers = HERD_WORKERS();
   bool by_process = false, by_thread = false, delivered = true;
+  int64_t left1 = 0, left2 = 0;
   auto r = run_node(herd::test::opts(workers), [&] {
     herd::pid me = herd::self();
-    herd::timer_ref t1 = herd::send_after(50ms, me, tick{1});
-    herd::timer_ref t2 = herd::send_after(50ms, me, tick{2});
+    herd::timer_ref t1 = herd::send_after(60s, me, tick{1});
+    herd::timer_ref t2 = herd::send_after(60s, me, tick{2});
     herd::spawn([t1, &by_process, me] {
       by_process = herd::cancel_timer(t1);
       herd::send(me, stop{});
@@ -142,11 +145,15 @@ TEST_CASE("cancel_timer works from another process and from a foreign thread", "
       std::thread th([&] { by_thread = herd::cancel_timer(t2); });
       th.join();
     });
-    delivered = herd::receive([](tick) { return true; }, herd::after(120ms, [] { return false; }));
+    left1 = herd::read_timer(t1);
+    left2 = herd::read_timer(t2);
+    delivered = herd::receive([](tick) { return true; }, herd::after(0ms, [] { return false; }));
   });
   CHECK(r.is_normal());
   CHECK(by_process);
   CHECK(by_thread);
+  CHECK(left1 == -1);  // gone: nothing will fire
+  CHECK(left2 == -1);
   CHECK_FALSE(delivered);
 }
 
