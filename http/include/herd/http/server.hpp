@@ -267,17 +267,18 @@ step next_message(connection<T>& c) {
       }));
 }
 
+// Until the connection ends or is taken (false) or goes idle (true).
 template <class T>
-void run(connection<T> c) {
+bool loop(connection<T>& c) {
   for (;;) {
     switch (next_message(c)) {
       case step::more:
         break;
       case step::close:
         herd::introspect::set_protocol(nullptr);
-        return;
+        return false;
       case step::taken:
-        return;
+        return false;
       case step::idle:
         c.rd.shrink();
         std::string().swap(c.out);
@@ -285,9 +286,25 @@ void run(connection<T> c) {
         c.idle_timer = {};
         if (auto left = idle_left(c); left != herd::infinity)
           c.idle_timer = herd::send_after(left, herd::self(), http_idle_expired{c.idle_gen});
-        herd::hibernate([c = std::move(c)]() mutable { run(std::move(c)); });
+        return true;
     }
   }
+}
+
+// Woken from hibernation, the continuation is the process's whole function:
+// the next hibernation is returned, not thrown (nothing to unwind).
+template <class T>
+herd::hibernation resume(connection<T> c) {
+  if (!loop(c)) return herd::hibernation(nullptr);
+  return herd::hibernated([c = std::move(c)]() mutable { return resume(std::move(c)); });
+}
+
+// The first stretch runs inside the listener's handler: its hibernation
+// unwinds those frames once.
+template <class T>
+void run(connection<T> c) {
+  if (!loop(c)) return;
+  herd::hibernate([c = std::move(c)]() mutable { return resume(std::move(c)); });
 }
 
 }  // namespace detail

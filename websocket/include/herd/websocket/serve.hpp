@@ -180,14 +180,17 @@ void on_tick(conn<T>& c) {
 
 enum class step : uint8_t { more, timeout };
 
+// One stretch of the connection: until it ends or goes idle.
+enum class outcome : uint8_t { ended, idle };
+
 template <class T>
-void run(std::unique_ptr<conn<T>> c) {
+outcome loop(conn<T>* c) {
   for (;;) {
-    if (finished(*c)) return end(*c);
+    if (finished(*c)) return end(*c), outcome::ended;
     std::chrono::milliseconds wait = c->o().idle_hibernate;
     if (!c->s.open()) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(c->close_deadline - clock::now());
-      if (left <= std::chrono::milliseconds(0)) return end(*c);  // the close handshake ran out of time
+      if (left <= std::chrono::milliseconds(0)) return end(*c), outcome::ended;  // the close handshake ran out of time
       wait = left;
     }
     if constexpr (!wakes_on_writable<T>)
@@ -232,11 +235,29 @@ void run(std::unique_ptr<conn<T>> c) {
         continue;  // the close deadline is checked at the top
       } else {
         c->s.shrink();
-        herd::hibernate([c = std::move(c)]() mutable { run(std::move(c)); });
+        return outcome::idle;
       }
     }
     settle(*c);
   }
+}
+
+// Woken from hibernation, the continuation is the process's whole function:
+// the next hibernation is returned, not thrown — nothing to unwind (a thrown
+// one cost several µs of unwinder per wake, most of a push's user-space CPU
+// on a gateway whose connections hibernate between pushes).
+template <class T>
+herd::hibernation resume(std::unique_ptr<conn<T>> c) {
+  if (loop(c.get()) == outcome::ended) return herd::hibernation(nullptr);
+  return herd::hibernated([c = std::move(c)]() mutable { return resume(std::move(c)); });
+}
+
+// The first stretch runs deep in the connection's call chain (listener,
+// HTTP loop, upgrade route): its hibernation unwinds those frames once.
+template <class T>
+void run(std::unique_ptr<conn<T>> c) {
+  if (loop(c.get()) == outcome::ended) return;
+  herd::hibernate([c = std::move(c)]() mutable { return resume(std::move(c)); });
 }
 
 }  // namespace detail
