@@ -341,7 +341,7 @@ void monitor_node(std::string_view node, bool on) {
 bool send(herd::pid to, std::string etf_bytes) {
   if (to.is_remote()) return send_remote(to, std::move(etf_bytes));
   herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
-  return herd::detail::deliver(to, herd::detail::make_message<etf_message>(from, std::move(etf_bytes)));
+  return herd::detail::deliver(to, herd::detail::make_message<etf_message>(etf_message{from, std::move(etf_bytes)}));
 }
 
 bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
