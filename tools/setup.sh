@@ -11,9 +11,9 @@ pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-
 # build tree (node and npm are not installed here: Debian's npm conflicts
 # with the NodeSource node this machine has; without them the test skips).
 pkgs+=(python3-websockets golang-go golang-github-gorilla-websocket-dev)
-# Erlang distribution (dist/): erl_interface's ei from erlang-dev, and real
-# BEAM nodes (erlang-nox) and epmd for its tests.
-pkgs+=(erlang-dev erlang-nox)
+# Erlang distribution (dist/): erl_interface's ei from erlang-dev, zlib for
+# compressed terms, and real BEAM nodes (erlang-nox) and epmd for its tests.
+pkgs+=(erlang-dev erlang-nox zlib1g-dev)
 if [[ "${1:-}" == "--peers" ]]; then
   pkgs+=(erlang-nox golang-go libcaf-dev python3 golang-github-gorilla-websocket-dev nodejs npm wrk)
 fi

@@ -77,12 +77,12 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF -- "${tsan_tests[@]}" stress_tests
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, stress; small scale)"
+stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, websocket, dist, stress; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R "^($(IFS="|"; echo "${tsan_tests[*]}")):|^stress_tests:($tsan_stress)"
-stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, stress; small scale)"
+stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, websocket, dist, stress; small scale)"
 
-stage "fuzzers: observer requests, chat lines, server options, HTTP requests (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
+stage "fuzzers: observer requests, chat lines, server options, HTTP requests, WebSocket frames, external term format (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
 tools/fuzz.sh 45 build-fuzz "$jobs"
-stage_done "fuzzers: observer requests, chat lines, server options, HTTP requests (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
+stage_done "fuzzers: observer requests, chat lines, server options, HTTP requests, WebSocket frames, external term format (clang libFuzzer + ASan/UBSan, 45 s each, two at a time)"
