@@ -58,7 +58,7 @@ bool mark_up(const peer_info& peer) {
 }
 
 // Noexcept and non-blocking: runs while the process unwinds.
-void mark_down(const std::string& node, const std::string& why) noexcept {
+void mark_down(const std::string& node, errc code, const std::string& why) noexcept {
   try {
     dist_state& st = state();
     std::vector<herd::pid> waiters, watchers;
@@ -72,7 +72,7 @@ void mark_down(const std::string& node, const std::string& why) noexcept {
       for (auto m = b; m != e; ++m) watchers.push_back(m->second);
       st.node_monitors.erase(b, e);
     }
-    for (herd::pid w : waiters) herd::send(w, connect_result{node, false, why});
+    for (herd::pid w : waiters) herd::send(w, connect_result{node, false, why, code});
     for (herd::pid w : watchers) herd::send(w, nodedown{node});
   } catch (...) {
   }
@@ -95,7 +95,8 @@ void forward_queued(const std::string& node) {
 struct down_guard {
   const std::string& node;
   std::string why = "connection process ended";
-  ~down_guard() { mark_down(node, why); }
+  errc code = errc::connect;
+  ~down_guard() { mark_down(node, code, why); }
 };
 
 class link_loop {
@@ -302,8 +303,9 @@ void run_connection(net::tcp_socket& s, const peer_info& peer) {
 
 void initiate(std::string node) {
   down_guard guard{node};
-  auto fail = [&](const std::string& why) {
+  auto fail = [&](const std::string& why, errc code = errc::connect) {
     guard.why = why;
+    guard.code = code;
     log("cannot connect to " + node + ": " + why);
     forward_queued(node);
   };
@@ -314,7 +316,9 @@ void initiate(std::string node) {
   auto s = net::tcp_socket::connect(host, np->port, seconds(5));
   if (!s) return fail(s.error().message());
   auto peer = handshake_connect(*s, my_identity(), node, handshake_timeout);
-  if (!peer) return fail(peer.error().message());
+  // The caller of connect() tells a refusal (cookies, or the peer said
+  // not_allowed) from a failure to connect by the code, not by the text.
+  if (!peer) return fail(peer.error().message(), peer.error().code == errc::not_allowed ? errc::not_allowed : errc::connect);
   if (peer->name != node) return fail("the node on that port is " + peer->name);
   if (!mark_up(*peer)) return fail("superseded by the peer's own connection");
   run_connection(*s, *peer);

@@ -284,7 +284,7 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
   herd::receive(herd::when([&](const connect_result& r) { return r.node == node; },
                            [&](connect_result& r) {
                              if (r.ok) out = {};
-                             else out = error{r.why.find("cookie") != std::string::npos ? errc::not_allowed : errc::connect, r.why};
+                             else out = error{r.code, r.why};
                            }),
                 herd::after(timeout, [&] {
                   std::lock_guard g(state().mu);

@@ -30,6 +30,7 @@ struct connect_result {
   std::string node;
   bool ok = false;
   std::string why;
+  errc code = errc::connect;  // when !ok: what went wrong, as the handshake said
 };
 
 struct conn_entry {
