@@ -7,7 +7,8 @@
 //     senders; the process appends what has arrived to one buffer and writes
 //     it with try_send when its mailbox runs dry (or 256 KiB are pending), so
 //     a burst of small sends costs few system calls. What the kernel refuses
-//     stays buffered and is retried each millisecond while reading goes on:
+//     stays buffered until the socket's tcp_writable (notify_writable) while
+//     reading goes on:
 //     two herd nodes writing to each other never both block in a write;
 //   - ticks: every net_ticktime/4 it writes a tick if it wrote nothing since,
 //     and gives up on a peer silent for net_ticktime.
@@ -115,7 +116,7 @@ class link_loop {
     if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();
     while (why_.empty()) {
       auto now = clk::now();
-      milliseconds wait = pending() ? milliseconds(1) : std::max(duration_cast<milliseconds>(next_tick - now), milliseconds(0));
+      milliseconds wait = std::max(duration_cast<milliseconds>(next_tick - now), milliseconds(0));
       herd::receive(
           [&](net::tcp_data& d) {
             if (d.sock != s_.id()) return;
@@ -129,9 +130,12 @@ class link_loop {
           [&](const net::tcp_error& e) { why_ = e.err.message(); },
           [&](out_frame& f) { out_ += f.bytes; },
           [&](const close_connection& c) { why_ = c.why; },
+          [&](const net::tcp_writable& w) {
+            if (w.sock == s_.id()) want_write_ = false;
+          },
           [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [] {}));
       if (!why_.empty()) break;
-      if (pending() && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
+      if (pending() && !want_write_ && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
       now = clk::now();
       if (now >= next_tick) {
         if (now - last_recv_ > tick_) why_ = "net_tick_timeout: nothing received for net_ticktime";
@@ -156,6 +160,10 @@ class link_loop {
     }
     if (*r > 0) last_send_ = clk::now();
     out_off_ += *r;
+    if (pending()) {  // the kernel took part: wait for room, reading meanwhile
+      if (auto w = s_.notify_writable(); !w) why_ = "write: " + w.error().message();
+      else want_write_ = true;
+    }
     if (out_off_ == out_.size()) {
       out_.clear();
       out_off_ = 0;
@@ -281,6 +289,7 @@ class link_loop {
   self_id me_;
   milliseconds tick_;
   bool send_sender_ = false;
+  bool want_write_ = false;  // notify_writable asked, its tcp_writable not yet taken
   std::string in_, out_;
   std::size_t in_off_ = 0, out_off_ = 0;
   clk::time_point last_recv_, last_send_;

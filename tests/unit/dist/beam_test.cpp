@@ -16,6 +16,7 @@
 #include "etf_util.hpp"
 #include "peers.hpp"
 #include "support/node_fixture.hpp"
+#include "support/scale.hpp"
 #include "support/skip.hpp"
 
 using namespace std::chrono_literals;
@@ -152,6 +153,42 @@ TEST_CASE("a herd process sends to a name on a BEAM node and to a BEAM pid") {
   INFO(err << out);
   CHECK(err.empty());
   CHECK(out.find("got done") != std::string::npos);
+}
+
+TEST_CASE("a burst larger than the socket's buffers reaches a BEAM node whole, in order of sending") {
+  // 32 MiB sent at once (16 small scale): the kernel refuses most of it at
+  // first, and the connection must write the rest as the socket drains
+  // (tcp_writable; without it the test waits out its bound and fails).
+  if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  const int count = int(herd::test::scaled(2000, 1000));
+  constexpr std::size_t size = 16384;
+  std::string out, err;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts("herd"));
+    if (!me) return void(err = me.error().message());
+    std::string b = herd::test::unique_sname("beam");
+    peer_process erl(herd::test::erl_args(
+        b, cookie,
+        "register(sink, self()), io:format(\"ready~n\"), "
+        "Loop = fun L(0, B, _) -> B; L(N, B, Want) -> receive <<Want:32, _/binary>> = X -> "
+        "L(N - 1, B + byte_size(X), Want + 1); Other -> {bad, Want, Other} after 60000 -> {timeout, N} end end, "
+        "io:format(\"got ~p~n\", [Loop(" + std::to_string(count) + ", 0, 0)]), halt()."));
+    if (!erl.wait_for("ready")) return void(err = "erl did not start");
+    std::string node = b + "@" + herd::test::short_host();
+    for (uint32_t i = 0; i < uint32_t(count); ++i) {
+      std::string etf{char(131), char(109)};  // BINARY_EXT: a 4-byte length, then the bytes
+      for (int k = 3; k >= 0; --k) etf.push_back(char((size >> (8 * k)) & 0xff));
+      for (int k = 3; k >= 0; --k) etf.push_back(char((i >> (8 * k)) & 0xff));  // the sequence number
+      etf.append(size - 4, 'x');
+      if (!herd::dist::send("sink", node, std::move(etf))) return void(err = "send refused at " + std::to_string(i));
+    }
+    if (!erl.wait_exit(120s)) err = "the BEAM node did not finish";
+    out = erl.output();
+    herd::dist::stop();
+  });
+  INFO(err << out);
+  CHECK(err.empty());
+  CHECK(out.find("got " + std::to_string(count * size)) != std::string::npos);
 }
 
 TEST_CASE("a wrong cookie is refused in both directions, with a log line on the herd side") {
