@@ -1,6 +1,7 @@
 // mimalloc is resolved with dlopen(RTLD_LOCAL) so its exported malloc does not
 // interpose on the rest of the process (see alloc.hpp). If it cannot be loaded,
 // or HERD_ALLOC=malloc is set, or this is a sanitizer build, plain malloc is used.
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/runtime/alloc.hpp>
 
 #include <dlfcn.h>
@@ -25,7 +26,7 @@ struct backend_table {
   const char* name = "malloc";
 
   backend_table() {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !HERD_ASAN && !HERD_TSAN
     const char* env = std::getenv("HERD_ALLOC");
     if (env && std::strcmp(env, "malloc") == 0) return;
     void* h = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);

@@ -6,6 +6,7 @@
 // (4) callback timers are dropped, so their arguments (messages) are freed;
 // (5) everything retired is freed — no thread can hold a pointer any more;
 // (6) the stack arenas go with the impl.
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/runtime/runtime.hpp>
 
 #include "context/overflow_handler.hpp"
@@ -30,7 +31,7 @@ namespace {
 
 std::atomic<runtime_impl*> g_runtime{nullptr};
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
 constexpr std::size_t sanitizer_stack_factor = 4;
 constexpr std::size_t sanitizer_guard_pages = 16;
 #else

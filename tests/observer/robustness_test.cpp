@@ -1,6 +1,7 @@
 // Malformed, oversized and unknown requests (the connection stays usable),
 // a client that never reads, the client limit, a refused peer uid, a node
 // out of descriptors, refused start options, and the metrics endpoint.
+#include <herd/runtime/sanitizers.hpp>
 #include "observer_fixture.hpp"
 
 #include "support/skip.hpp"
@@ -188,7 +189,7 @@ TEST_CASE("a peer whose uid is neither the node's nor root is refused") {
 }
 
 TEST_CASE("out of descriptors, the observer serves one client at a time with its spare fd - others wait without spinning") {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
   // UBSan's vptr check opens a pipe to probe memory: out of descriptors it
   // reports every virtual call as "invalid vptr". Release and TSan run this.
   HERD_SKIP("not under ASan+UBSan (the sanitizer itself needs descriptors)");

@@ -2,6 +2,7 @@
 // by deep recursion, or by one 64 KiB local array on a 64 KiB stack, compiled with
 // -fstack-clash-protection — kills the program with SIGABRT after one report on stderr naming
 // the process: pid, registered name, stack size and the faulting address inside the guard.
+#include <herd/runtime/sanitizers.hpp>
 #include "support/subprocess.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,7 +14,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
 constexpr bool asan = true;
 #else
 constexpr bool asan = false;

@@ -1,3 +1,4 @@
+#include <herd/runtime/sanitizers.hpp>
 #include "support/scale.hpp"
 
 #include <cstdlib>
@@ -8,7 +9,7 @@ namespace herd::test {
 bool small_scale() noexcept {
   const char* s = std::getenv("HERD_TEST_SCALE");
   if (s && std::strcmp(s, "small") == 0) return true;
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   return true;
 #else
   return false;

@@ -22,6 +22,7 @@
 //  * ASan: every jump is bracketed by __sanitizer_start/finish_switch_fiber; a
 //    dying fiber passes nullptr for its fake stack so ASan frees it.
 //    TSan: one TSan fiber per pooled stack, created on first use.
+#include <herd/runtime/sanitizers.hpp>
 #include "context/fiber_context.hpp"
 
 #include "context/stack_allocator.hpp"
@@ -29,11 +30,11 @@
 #include <boost/context/detail/fcontext.hpp>
 #include <cxxabi.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -50,7 +51,7 @@ struct eh_globals {  // layout of libstdc++'s __cxa_eh_globals
 inline eh_globals* eh_of(switch_side* side) noexcept { return static_cast<eh_globals*>(side->eh_globals); }
 
 inline void asan_start(void** fake, const void* bottom, std::size_t size) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
   __sanitizer_start_switch_fiber(fake, bottom, size);
 #else
   (void)fake, (void)bottom, (void)size;
@@ -58,7 +59,7 @@ inline void asan_start(void** fake, const void* bottom, std::size_t size) noexce
 }
 
 inline void asan_finish(void* fake, const void** bottom_old, std::size_t* size_old) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
   __sanitizer_finish_switch_fiber(fake, bottom_old, size_old);
 #else
   (void)fake, (void)bottom_old, (void)size_old;
@@ -66,7 +67,7 @@ inline void asan_finish(void* fake, const void** bottom_old, std::size_t* size_o
 }
 
 inline void tsan_switch(void* to) noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   __tsan_switch_to_fiber(to, 0);
 #else
   (void)to;
@@ -74,7 +75,7 @@ inline void tsan_switch(void* to) noexcept {
 }
 
 inline void** fake_slot(fiber* f) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
   return &f->asan_fake_stack;
 #else
   (void)f;
@@ -134,17 +135,17 @@ void fiber_entry(bctx::transfer_t t) noexcept {
 inline void* enter(fiber* f, void** fake_save) noexcept {
   stack_slot* s = f->stack;
   if (!f->ctx) {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
     // A recycled stack keeps the poisoned redzones of its last fiber's frames.
     __asan_unpoison_memory_region(s->lo, s->size());
 #endif
     f->ctx = bctx::make_fcontext(s->hi, s->size(), &fiber_entry);
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     if (!s->tsan_fiber) s->tsan_fiber = __tsan_create_fiber(0);
 #endif
   }
   asan_start(fake_save, s->lo, s->size());
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   tsan_switch(s->tsan_fiber);
 #endif
   return f->ctx;
@@ -154,7 +155,7 @@ inline void* enter(fiber* f, void** fake_save) noexcept {
 
 void switch_side::init_on_thread() noexcept {
   eh_globals = abi::__cxa_get_globals();
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   tsan_fiber = __tsan_get_current_fiber();
 #endif
 }

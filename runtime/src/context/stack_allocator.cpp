@@ -44,6 +44,7 @@
 // given: a region must not cover a madv_guard marker (reading it faults), so with madv_guard
 // each carved slot is registered on its own; PROT_NONE mappings are skipped by LSan, so with
 // mprotect one region per chunk suffices.
+#include <herd/runtime/sanitizers.hpp>
 #include "stack_allocator.hpp"
 
 #include "overflow_handler.hpp"
@@ -66,11 +67,11 @@
 #include <system_error>
 #include <utility>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
 #include <sanitizer/lsan_interface.h>
 #define HERD_STACK_LSAN 1
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -158,7 +159,7 @@ stack_allocator::~stack_allocator() {
   size_t n = chunk_count_.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
     chunk& c = chunks_[i];
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     // The context switcher made one TSan fiber per slot it ran on; TSan counts them as
     // threads and dies past ~8,000, so they must go with the slots.
     for (uint32_t s = 0, carved = c.carved.load(std::memory_order_relaxed); s < carved; ++s)

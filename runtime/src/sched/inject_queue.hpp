@@ -4,13 +4,14 @@
 // fences are invisible to TSan and would drown the report in false positives.
 // `count` makes the emptiness check one relaxed load on the scheduler's path.
 #pragma once
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/fiber.hpp>
 
 #include <atomic>
 #include <cstddef>
 
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
 #include <deque>
 #include <mutex>
 #else
@@ -26,7 +27,7 @@ class inject_queue {
     // seq_cst: the idle protocol's "is there work anywhere?" check after a
     // worker parks reads count (pairs with idle::transition_to_parked).
     count_.fetch_add(1, std::memory_order_seq_cst);
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     lock_guard<mutex> g(m_);
     q_.push_back(f);
 #else
@@ -35,7 +36,7 @@ class inject_queue {
   }
   void push_bulk(fiber** fs, std::size_t n) {
     count_.fetch_add(n, std::memory_order_seq_cst);
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     lock_guard<mutex> g(m_);
     q_.insert(q_.end(), fs, fs + n);
 #else
@@ -46,7 +47,7 @@ class inject_queue {
   fiber* pop() {
     if (empty()) return nullptr;
     fiber* f = nullptr;
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     lock_guard<mutex> g(m_);
     if (q_.empty()) return nullptr;
     f = q_.front();
@@ -59,7 +60,7 @@ class inject_queue {
   }
   std::size_t pop_bulk(fiber** out, std::size_t max) {
     if (empty()) return 0;
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
     lock_guard<mutex> g(m_);
     std::size_t n = 0;
     while (n < max && !q_.empty()) {
@@ -80,7 +81,7 @@ class inject_queue {
  private:
   // Signed: a pop may decrement before the matching push's increment is seen.
   std::atomic<std::ptrdiff_t> count_{0};
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   mutex m_;
   std::deque<fiber*> q_ HERD_GUARDED_BY(m_);
 #else

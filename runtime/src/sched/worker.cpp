@@ -60,6 +60,7 @@
 // parent in run next and the child in `direct`, `hibernate` returns the stack
 // to the pool before the waiting transition (a wake-up after that allocates a
 // fresh stack), `dead` returns the stack and hands the fiber to its owner.
+#include <herd/runtime/sanitizers.hpp>
 #include "sched/worker.hpp"
 
 #include "context/overflow_handler.hpp"
@@ -83,7 +84,7 @@ __attribute__((tls_model("initial-exec"))) thread_local worker* tl_worker = null
 // overlap with what the waker still does instead of coming one by one as the
 // resumed fiber returns through its frames.
 inline void prefetch_fiber(const fiber* f) noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   (void)f;  // reading a queued fiber's ctx races with a thief that runs it: only a hint
 #else
   if (const char* sp = static_cast<const char*>(f->ctx))

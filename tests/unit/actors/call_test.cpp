@@ -4,6 +4,7 @@
 // the server later, or from another process), cast, many concurrent callers,
 // the receive mark (a call behind 100,000 unmatched messages stays cheap) and
 // no leaked monitors. One test per rule.
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/actors.hpp>
 
 #include <catch2/catch.hpp>
@@ -86,7 +87,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if HERD_ASAN || HERD_TSAN
 constexpr double call_budget_us = 500;  // sanitizers slow every step ~10x
 #else
 constexpr double call_budget_us = 50;

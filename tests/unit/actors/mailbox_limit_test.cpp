@@ -1,6 +1,7 @@
 // spawn_options::max_mailbox: a flooded process is killed and/or reported,
 // as BEAM's max_heap_size does; without a limit a mailbox just grows (and
 // what a queued message costs is measured here).
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/actors.hpp>
 #include <herd/actors/introspect.hpp>
 
@@ -142,7 +143,7 @@ TEST_CASE("a producer outpacing its consumer under a supervisor-style restart lo
        << " consumers, peak RSS growth " << peak_growth_kb << " KiB");
   // Unbounded, it would be ~2,000,000 x ~44 B = 84 MiB. Not under ASan: its
   // quarantine keeps freed messages out of reuse, so RSS grows regardless.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !HERD_ASAN
   CHECK(peak_growth_kb < 64 * 1024);
 #endif
 }
@@ -167,7 +168,7 @@ TEST_CASE("without a limit a mailbox grows - what a queued message costs", "[mai
   CHECK(per_message > 16);   // it really grew (the messages are held)
   // and each costs one small allocation, no more (TSan's allocator adds its
   // own header and rounding: 282 bytes here, so the bound is not checked there)
-#if !defined(__SANITIZE_THREAD__)
+#if !HERD_TSAN
   CHECK(per_message < 256);
 #endif
 }

@@ -2,6 +2,7 @@
 // FIFOs, huge (sparse) files, relative paths. Each is refused with a clear
 // error, promptly and without reading more than it must; the current version
 // stays. Driven from the test thread (load runs inline), like module_test.cpp.
+#include <herd/runtime/sanitizers.hpp>
 #include <herd/actors/module.hpp>
 
 #include <catch2/catch.hpp>
@@ -213,7 +214,7 @@ TEST_CASE("a module linked with a sanitizer runtime the node was not started wit
   REQUIRE(modules::load(s.deploy("greeter_v1", "greeter.so")));
   auto r = modules::load(s.deploy("asan_linked", "asan_linked.so"));
   INFO(module_fixture::why(r));
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if HERD_ASAN || HERD_TSAN
   // An ASan node has the runtime first: such a module loads. (The TSan build
   // links the fixture without ASan, which g++ cannot combine with TSan.)
   CHECK(r);

@@ -2,6 +2,7 @@
 // the backlog with no new arrival), set_max_connections at run time,
 // suspend/resume, drain, and the EMFILE back-off (in a subprocess with a
 // lowered RLIMIT_NOFILE).
+#include <herd/runtime/sanitizers.hpp>
 #include "net_fixture.hpp"
 
 #include "support/skip.hpp"
@@ -155,7 +156,7 @@ TEST_CASE("drain lets connections finish and kills the stragglers at the timeout
 }
 
 TEST_CASE("out of descriptors, acceptors back off without spinning and resume when fds free up", "[net][listener][limits]") {
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
   // UBSan's vptr check opens a pipe to probe memory: in a process out of
   // descriptors it reports every virtual call as "invalid vptr". The release
   // and TSan builds run this test.

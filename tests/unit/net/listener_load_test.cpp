@@ -5,6 +5,7 @@
 // second later) is a figure for the benchmark, not a claim this test makes on
 // a shared machine: tools/acceptbench prints it. Runs alone (net_load_tests
 // is SERIAL) so that the burst does not also wait for other tests.
+#include <herd/runtime/sanitizers.hpp>
 #include "net_fixture.hpp"
 #include "support/skip.hpp"
 
@@ -16,7 +17,7 @@ using namespace net_test;
 using herd::net::tcp_socket;
 
 TEST_CASE("with both workers saturated, every connect of a burst is accepted and reaches its handler", "[net][listener][load]") {
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
   // Under TSan's slowdown 607 of 1,000 handlers had run after the 120 s bound
   // (CI, 2 cores): not yet understood — starvation behind the busy processes,
   // or only the slowdown. Found at the end of a session; see the issue notes.

@@ -1,4 +1,5 @@
 // Tests for herd::rt::local_queue (runtime/src/sched/local_queue.hpp).
+#include <herd/runtime/sanitizers.hpp>
 #include "sched/local_queue.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,7 +16,7 @@ using herd::rt::local_queue;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
 constexpr bool k_tsan = true;
 #else
 constexpr bool k_tsan = false;

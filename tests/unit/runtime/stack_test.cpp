@@ -2,6 +2,7 @@
 // Guard faults are checked in a subprocess (tests/fixtures/stack_overflow_probe.cpp), never in
 // this process. Build the probe with -fstack-clash-protection; point HERD_STACK_OVERFLOW_PROBE
 // at it (compile definition or environment), else it is looked for next to this binary.
+#include <herd/runtime/sanitizers.hpp>
 #include "context/overflow_handler.hpp"
 #include "context/stack_allocator.hpp"
 #include "context/stack_pool.hpp"
@@ -32,12 +33,12 @@ using namespace herd::rt;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HERD_ASAN
 constexpr bool asan = true;
 #else
 constexpr bool asan = false;
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if HERD_TSAN
 constexpr bool tsan = true;
 #else
 constexpr bool tsan = false;
@@ -416,7 +417,7 @@ TEST_CASE("mprotect guards work when forced and cost two mappings per stack - ma
   }
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // their allocators need the address space
+#if !HERD_ASAN && !HERD_TSAN  // their allocators need the address space
 TEST_CASE("a reservation that the kernel refuses fails with a message naming vm.max_map_count", "[stack]") {
   stack_allocator allocator(test_options());
   std::string error;
