@@ -313,7 +313,7 @@ template <herd::net::transport T>
 void serve_connection(T t, std::shared_ptr<const basic_router<T>> r, server_options o) {
   if (!t.set_active(herd::net::active::once())) return;
   herd::introspect::set_protocol("http");  // the observer's processes view
-  detail::connection<T> c{std::move(t), std::move(r), o, request_reader(o.limit)};
+  detail::connection<T> c{.t = std::move(t), .routes = std::move(r), .o = o, .rd = request_reader(o.limit)};
   c.idle_since = std::chrono::steady_clock::now();
   detail::run(std::move(c));
 }
