@@ -9,6 +9,7 @@
 
 #include "bytes.hpp"
 #include "etf_scan.hpp"
+#include "term_tags.hpp"
 #include "remote_pids.hpp"
 
 namespace herd::dist::detail {
@@ -47,15 +48,6 @@ herd::pid from_scanned(const self_id& me, const scanned_pid& e) {
   return intern_remote(remote_pid{e.node, e.num, e.serial, e.creation});
 }
 
-std::string finish(const xbuf& control, std::string_view payload) {
-  std::string f;
-  put32(f, uint32_t(1 + control.view().size() + payload.size()));
-  f += 'p';
-  f += control.view();
-  f += payload;
-  return f;
-}
-
 void encode_pid(ei_x_buff* b, const self_id& me, herd::pid p) {
   erlang_pid e = to_erlang(me, p);
   ei_x_encode_pid(b, &e);
@@ -63,33 +55,83 @@ void encode_pid(ei_x_buff* b, const self_id& me, herd::pid p) {
 
 }  // namespace
 
+// The control tuples of sends are written by hand, straight into the
+// frame (one allocation, no ei buffer): they are on every message's path.
+namespace {
+
+void put_atom(std::string& f, std::string_view a) {
+  if (a.size() <= 255) {
+    f += char(herd::detail::etf::small_atom_utf8);
+    f += char(a.size());
+  } else {
+    f += char(herd::detail::etf::atom_utf8);
+    put16(f, uint32_t(a.size()));
+  }
+  f += a;
+}
+
+void put_pid(std::string& f, const self_id& me, herd::pid p) {
+  f += char(herd::detail::etf::new_pid);
+  if (auto r = p.is_remote() ? lookup_remote(p) : std::nullopt) {
+    put_atom(f, r->node);
+    put32(f, r->id);
+    put32(f, r->serial);
+    put32(f, r->creation);
+  } else {
+    put_atom(f, me.name);
+    put32(f, p.index);
+    put32(f, p.generation);
+    put32(f, me.creation);
+  }
+}
+
+std::string frame_head(std::size_t expect) {
+  std::string f;
+  f.reserve(expect);
+  f.append(4, '\0');  // the length, set at the end
+  f += 'p';
+  f += char(herd::detail::etf::version);
+  return f;
+}
+
+std::string frame_end(std::string f, std::string_view payload) {
+  f += payload;
+  uint32_t len = uint32_t(f.size() - 4);
+  f[0] = char(len >> 24), f[1] = char(len >> 16), f[2] = char(len >> 8), f[3] = char(len);
+  return f;
+}
+
+}  // namespace
+
 std::string frame_send(const self_id& me, herd::pid from, herd::pid to, std::string_view payload,
                        bool send_sender) {
-  xbuf c;
-  ei_x_encode_version(&c.b);
-  ei_x_encode_tuple_header(&c.b, 3);
+  std::string f = frame_head(8 + 2 * (me.name.size() + 16) + payload.size());
+  f += char(herd::detail::etf::small_tuple);
+  f += char(3);
+  f += char(herd::detail::etf::small_integer);
   if (send_sender && from.valid()) {
-    ei_x_encode_long(&c.b, ctl_send_sender);
-    encode_pid(&c.b, me, from);
+    f += char(ctl_send_sender);
+    put_pid(f, me, from);
   } else {
-    ei_x_encode_long(&c.b, ctl_send);
-    ei_x_encode_atom(&c.b, "");
+    f += char(ctl_send);
+    put_atom(f, "");
   }
-  encode_pid(&c.b, me, to);
-  return finish(c, payload);
+  put_pid(f, me, to);
+  return frame_end(std::move(f), payload);
 }
 
 std::string frame_reg_send(const self_id& me, herd::pid from, std::string_view name, std::string_view payload) {
-  xbuf c;
-  ei_x_encode_version(&c.b);
-  ei_x_encode_tuple_header(&c.b, 4);
-  ei_x_encode_long(&c.b, ctl_reg_send);
+  std::string f = frame_head(12 + me.name.size() + 16 + name.size() + payload.size());
+  f += char(herd::detail::etf::small_tuple);
+  f += char(4);
+  f += char(herd::detail::etf::small_integer);
+  f += char(ctl_reg_send);
   // A REG_SEND must name a sender; an outside thread sends as the node's
   // "pid 0" (as ei's C nodes do).
-  encode_pid(&c.b, me, from.valid() ? from : herd::pid{0, 0});
-  ei_x_encode_atom(&c.b, "");
-  ei_x_encode_atom_len(&c.b, name.data(), int(name.size()));
-  return finish(c, payload);
+  put_pid(f, me, from.valid() ? from : herd::pid{0, 0});
+  put_atom(f, "");
+  put_atom(f, name);
+  return frame_end(std::move(f), payload);
 }
 
 std::optional<incoming> decode_frame(const self_id& me, std::string_view body, std::string* why) {
