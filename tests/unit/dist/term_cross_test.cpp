@@ -104,14 +104,17 @@ TEST_CASE("decode_frame reads the frames this node writes") {
   std::string payload = herd::term_to_binary(term::tuple({atom("hi"), 42}));
   auto body = [](const std::string& f) { return f.substr(4); };
 
-  auto s = herd::dist::detail::decode_frame(me, body(herd::dist::detail::frame_send(me, herd::pid{9, 2}, there, payload, true)));
+  // The decoded views point into the body: it must outlive them.
+  const std::string send_body = body(herd::dist::detail::frame_send(me, herd::pid{9, 2}, there, payload, true));
+  auto s = herd::dist::detail::decode_frame(me, send_body);
   REQUIRE(s);
   CHECK(s->op == herd::dist::detail::ctl_send_sender);
   CHECK(s->from == herd::pid{9, 2});
   CHECK(s->to == there);
   CHECK(s->payload == payload);
 
-  auto r = herd::dist::detail::decode_frame(me, body(herd::dist::detail::frame_reg_send(me, there, "echo", payload)));
+  const std::string reg_body = body(herd::dist::detail::frame_reg_send(me, there, "echo", payload));
+  auto r = herd::dist::detail::decode_frame(me, reg_body);
   REQUIRE(r);
   CHECK(r->op == herd::dist::detail::ctl_reg_send);
   CHECK(r->from == there);
