@@ -16,7 +16,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clan
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz etf_decode_fuzz
+cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz etf_decode_fuzz dist_frame_fuzz
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
 run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
@@ -110,5 +110,14 @@ printf '\x83\x4d\x00\x00\x00\x01\x03\xe0' > "$corpus/seed5"
 printf '\x83\x5a\x00\x03\x77\x01n\x00\x00\x00\x07\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03' > "$corpus/seed6"
 printf '\x83\x50\x00\x00\x00\xba\x78\x9c\xcb\x61\x60\x60\x90\x2b\x67\x29\x4e\xcc\x4d\x1d\x5a\x64\x16\x00\x2e\x01\x40\xd3' > "$corpus/seed7"
 run etf_decode_fuzz "$corpus"
+
+corpus="$dir/dist_frame_fuzz_corpus"
+mkdir -p "$corpus"
+# Seeds (a frame's body): SEND_SENDER {22, Pid, Pid} + hi, REG_SEND
+# {6, Pid, '', echo} + [], MONITOR_P {19, Pid, echo, Ref}.
+printf 'p\x83\x68\x03\x61\x16\x58\x77\x09beam@host\x00\x00\x00\x55\x00\x00\x00\x01\x00\x00\x00\x03\x58\x77\x09fuzz@host\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x01\x83\x77\x02hi' > "$corpus/seed0"
+printf 'p\x83\x68\x04\x61\x06\x58\x77\x09beam@host\x00\x00\x00\x55\x00\x00\x00\x01\x00\x00\x00\x03\x77\x00\x77\x04echo\x83\x6a' > "$corpus/seed1"
+printf 'p\x83\x68\x04\x61\x13\x58\x77\x09beam@host\x00\x00\x00\x55\x00\x00\x00\x01\x00\x00\x00\x03\x77\x04echo\x5a\x00\x03\x77\x09beam@host\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03' > "$corpus/seed2"
+run dist_frame_fuzz "$corpus"
 collect
 exit $failed

@@ -192,9 +192,10 @@ class link_loop {
   }
 
   void dispatch(std::string_view body) {
-    auto f = decode_frame(me_, body);
+    std::string bad;
+    auto f = decode_frame(me_, body, &bad);
     if (!f) {
-      why_ = "a frame this node cannot decode";
+      why_ = "a frame this node cannot decode (" + bad + "), " + std::to_string(body.size()) + " bytes";
       return;
     }
     switch (f->op) {

@@ -1,6 +1,7 @@
 // herd::dist's entry points: start/stop (the keeper process owns the epmd
 // registration; the listener accepts nodes), connections on demand, sends.
 #include <herd/actors/detail/remote.hpp>
+#include <herd/dist/term_registry.hpp>
 #include <herd/actors/links.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
@@ -62,17 +63,35 @@ bool send_remote(herd::pid to, std::string bytes) {
 
 }  // namespace
 
+namespace {
+
+// The message's value as external term format bytes: etf as it is, a
+// herd::term or a type with a registered encoder (term_registry.hpp)
+// encoded here, in the sender's thread. nullopt (and a log line naming
+// the type) for anything else.
+std::optional<std::string> wire_bytes(herd::pid to, herd::detail::message* m) {
+  std::string_view type(m->ops->name, m->ops->name_len);
+  try {
+    if (m->type == herd::detail::type_id<etf>) return std::move(m->as<etf>().bytes);
+    if (m->type == herd::detail::type_id<herd::term>) return herd::term_to_binary(m->as<herd::term>());
+    if (auto enc = herd::detail::find_term_encoder(m->type)) return herd::term_to_binary(enc(m->payload()));
+    herd::log_report("herd::dist: a " + std::string(type) + " cannot be sent to " + to.to_string() +
+                     " on another node: it has no term mapping (HERD_TERM_RECORD, or herd::enable_remote_send<T>() "
+                     "for a herd::term_mapping specialization); dropped");
+  } catch (const std::exception& e) {
+    herd::log_report("herd::dist: a " + std::string(type) + " for " + to.to_string() +
+                     " could not be encoded: " + e.what() + "; dropped");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   try {
-    if (m->type != herd::detail::type_id<etf>) {
-      herd::log_report("herd::dist: a " + std::string(m->ops->name, m->ops->name_len) + " cannot be sent to " +
-                       to.to_string() + " on another node (send herd::dist::etf)");
-      herd::detail::destroy_message(m);
-      return false;
-    }
-    std::string bytes = std::move(m->as<etf>().bytes);
+    auto bytes = wire_bytes(to, m);
     herd::detail::destroy_message(m);
-    return send_remote(to, std::move(bytes));
+    return bytes && send_remote(to, std::move(*bytes));
   } catch (...) {
     return false;
   }
@@ -371,13 +390,45 @@ std::optional<remote_pid> describe(herd::pid p) {
   return remote_pid{state().me.name, p.index, p.generation, state().me.creation};
 }
 
+herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) const {
+  return herd::binary_to_term(bytes, o);
+}
+
 herd::pid intern(const remote_pid& r) {
   {
     std::lock_guard g(state().mu);
     if (state().running && r.node == state().me.name && r.creation == state().me.creation)
-      return herd::pid{r.id, r.serial};
+      return r.id < remote_pid_bit ? herd::pid{r.id, r.serial} : herd::no_pid;
   }
   return intern_remote(r);
 }
 
 }  // namespace herd::dist
+
+namespace herd {
+
+term term_mapping<herd::pid>::to(const herd::pid& p) {
+  if (auto r = dist::describe(p)) return term::pid(erl_pid{atom(r->node), r->id, r->serial, r->creation});
+  // No distribution (or no_pid): this node as Erlang calls an undistributed one.
+  return term::pid(erl_pid{atom("nonode@nohost"), p.index, p.generation, 0});
+}
+
+bool term_mapping<herd::pid>::from(const term& t, herd::pid& out, std::string& why) {
+  if (!t.is_pid()) {
+    why = detail::expected("a pid", t);
+    return false;
+  }
+  const erl_pid& e = t.as_pid();
+  if (e.node == atom("nonode@nohost") && dist::this_node().empty()) {
+    if (e.id >= remote_pid_bit) {
+      why = "a local pid's id out of range: " + to_string(t);
+      return false;
+    }
+    out = herd::pid{e.id, e.serial};
+    return true;
+  }
+  out = dist::intern(dist::remote_pid{std::string(e.node.text()), e.id, e.serial, e.creation});
+  return true;
+}
+
+}  // namespace herd

@@ -1,11 +1,15 @@
 #include "wire.hpp"
 
+#include <herd/dist/term_codec.hpp>
+
 #include <ei.h>
 
 #include <atomic>
 #include <cstring>
 
 #include "bytes.hpp"
+#include "etf_scan.hpp"
+#include "term_tags.hpp"
 #include "remote_pids.hpp"
 
 namespace herd::dist::detail {
@@ -36,21 +40,12 @@ erlang_pid to_erlang(const self_id& me, herd::pid p) {
   return e;
 }
 
-herd::pid from_erlang(const self_id& me, const erlang_pid& e) {
+herd::pid from_scanned(const self_id& me, const scanned_pid& e) {
   if (me.name == e.node) {
     if (e.creation != me.creation || e.num >= remote_pid_bit) return herd::no_pid;  // an earlier incarnation
     return herd::pid{e.num, e.serial};
   }
   return intern_remote(remote_pid{e.node, e.num, e.serial, e.creation});
-}
-
-std::string finish(const xbuf& control, std::string_view payload) {
-  std::string f;
-  put32(f, uint32_t(1 + control.view().size() + payload.size()));
-  f += 'p';
-  f += control.view();
-  f += payload;
-  return f;
 }
 
 void encode_pid(ei_x_buff* b, const self_id& me, herd::pid p) {
@@ -60,99 +55,154 @@ void encode_pid(ei_x_buff* b, const self_id& me, herd::pid p) {
 
 }  // namespace
 
+// The control tuples of sends are written by hand, straight into the
+// frame (one allocation, no ei buffer): they are on every message's path.
+namespace {
+
+void put_atom(std::string& f, std::string_view a) {
+  if (a.size() <= 255) {
+    f += char(herd::detail::etf::small_atom_utf8);
+    f += char(a.size());
+  } else {
+    f += char(herd::detail::etf::atom_utf8);
+    put16(f, uint32_t(a.size()));
+  }
+  f += a;
+}
+
+void put_pid(std::string& f, const self_id& me, herd::pid p) {
+  f += char(herd::detail::etf::new_pid);
+  if (auto r = p.is_remote() ? lookup_remote(p) : std::nullopt) {
+    put_atom(f, r->node);
+    put32(f, r->id);
+    put32(f, r->serial);
+    put32(f, r->creation);
+  } else {
+    put_atom(f, me.name);
+    put32(f, p.index);
+    put32(f, p.generation);
+    put32(f, me.creation);
+  }
+}
+
+std::string frame_head(std::size_t expect) {
+  std::string f;
+  f.reserve(expect);
+  f.append(4, '\0');  // the length, set at the end
+  f += 'p';
+  f += char(herd::detail::etf::version);
+  return f;
+}
+
+std::string frame_end(std::string f, std::string_view payload) {
+  f += payload;
+  uint32_t len = uint32_t(f.size() - 4);
+  f[0] = char(len >> 24), f[1] = char(len >> 16), f[2] = char(len >> 8), f[3] = char(len);
+  return f;
+}
+
+}  // namespace
+
 std::string frame_send(const self_id& me, herd::pid from, herd::pid to, std::string_view payload,
                        bool send_sender) {
-  xbuf c;
-  ei_x_encode_version(&c.b);
-  ei_x_encode_tuple_header(&c.b, 3);
+  std::string f = frame_head(8 + 2 * (me.name.size() + 16) + payload.size());
+  f += char(herd::detail::etf::small_tuple);
+  f += char(3);
+  f += char(herd::detail::etf::small_integer);
   if (send_sender && from.valid()) {
-    ei_x_encode_long(&c.b, ctl_send_sender);
-    encode_pid(&c.b, me, from);
+    f += char(ctl_send_sender);
+    put_pid(f, me, from);
   } else {
-    ei_x_encode_long(&c.b, ctl_send);
-    ei_x_encode_atom(&c.b, "");
+    f += char(ctl_send);
+    put_atom(f, "");
   }
-  encode_pid(&c.b, me, to);
-  return finish(c, payload);
+  put_pid(f, me, to);
+  return frame_end(std::move(f), payload);
 }
 
 std::string frame_reg_send(const self_id& me, herd::pid from, std::string_view name, std::string_view payload) {
-  xbuf c;
-  ei_x_encode_version(&c.b);
-  ei_x_encode_tuple_header(&c.b, 4);
-  ei_x_encode_long(&c.b, ctl_reg_send);
+  std::string f = frame_head(12 + me.name.size() + 16 + name.size() + payload.size());
+  f += char(herd::detail::etf::small_tuple);
+  f += char(4);
+  f += char(herd::detail::etf::small_integer);
+  f += char(ctl_reg_send);
   // A REG_SEND must name a sender; an outside thread sends as the node's
   // "pid 0" (as ei's C nodes do).
-  encode_pid(&c.b, me, from.valid() ? from : herd::pid{0, 0});
-  ei_x_encode_atom(&c.b, "");
-  ei_x_encode_atom_len(&c.b, name.data(), int(name.size()));
-  return finish(c, payload);
+  put_pid(f, me, from.valid() ? from : herd::pid{0, 0});
+  put_atom(f, "");
+  put_atom(f, name);
+  return frame_end(std::move(f), payload);
 }
 
-std::optional<incoming> decode_frame(const self_id& me, std::string_view body) {
-  if (body.empty() || body[0] != 'p') return std::nullopt;
-  const char* buf = body.data();
-  int i = 1, version = 0, arity = 0;
-  long op = 0;
-  if (ei_decode_version(buf, &i, &version) || ei_decode_tuple_header(buf, &i, &arity) || arity < 1 ||
-      ei_decode_long(buf, &i, &op))
+std::optional<incoming> decode_frame(const self_id& me, std::string_view body, std::string* why) {
+  auto refuse = [&](const char* what) -> std::optional<incoming> {
+    if (why) *why = what;
     return std::nullopt;
+  };
+  if (body.empty() || body[0] != 'p') return refuse("not a pass-through frame ('p')");
+  etf_scanner s(body, 1);
+  uint32_t arity = 0;
+  int64_t op = 0;
+  if (!s.version() || !s.tuple_header(arity) || arity < 1 || !s.integer(op))
+    return refuse(s.ok() ? "an empty control tuple" : s.why());
   incoming in;
-  in.op = op;
-  erlang_pid p{};
-  char atom[MAXATOMLEN_UTF8];
+  in.op = long(op);
+  scanned_pid p;
+  std::string atom;
+  auto bad = [&]() { return refuse(s.why()); };
+  // The elements each operation needs, by position; a control tuple too
+  // short for its operation is refused, not read past.
+  auto has = [&](uint32_t n) { return arity >= n; };
   switch (op) {
     case ctl_send:
     case ctl_send_tt:
-      if (ei_skip_term(buf, &i) || ei_decode_pid(buf, &i, &p)) return std::nullopt;
-      in.to = from_erlang(me, p);
+      if (!has(3) || !s.skip() || !s.pid(p)) return has(3) ? bad() : refuse("a short SEND");
+      in.to = from_scanned(me, p);
       break;
     case ctl_send_sender:
-      if (ei_decode_pid(buf, &i, &p)) return std::nullopt;
-      in.from = from_erlang(me, p);
-      if (ei_decode_pid(buf, &i, &p)) return std::nullopt;
-      in.to = from_erlang(me, p);
+      if (!has(3) || !s.pid(p)) return has(3) ? bad() : refuse("a short SEND_SENDER");
+      in.from = from_scanned(me, p);
+      if (!s.pid(p)) return bad();
+      in.to = from_scanned(me, p);
       break;
     case ctl_reg_send:
     case ctl_reg_send_tt:
-      if (ei_decode_pid(buf, &i, &p)) return std::nullopt;
-      in.from = from_erlang(me, p);
-      if (ei_skip_term(buf, &i) || ei_decode_atom(buf, &i, atom)) return std::nullopt;
+      if (!has(4) || !s.pid(p)) return has(4) ? bad() : refuse("a short REG_SEND");
+      in.from = from_scanned(me, p);
+      if (!s.skip() || !s.atom(atom)) return bad();
       in.to_name = atom;
       break;
     case ctl_monitor_p:
     case ctl_demonitor_p: {
       // {19|20, FromPid, ToProc, Ref}; ToProc a pid or a registered name.
-      int a = i;
-      if (ei_skip_term(buf, &i)) return std::nullopt;
-      in.from_raw = body.substr(std::size_t(a), std::size_t(i - a));
-      a = i;
-      int type = 0, size = 0;
-      if (ei_get_type(buf, &i, &type, &size)) return std::nullopt;
-      if (type == ERL_ATOM_EXT || type == ERL_SMALL_ATOM_EXT || type == ERL_ATOM_UTF8_EXT ||
-          type == ERL_SMALL_ATOM_UTF8_EXT) {
-        if (ei_decode_atom(buf, &i, atom)) return std::nullopt;
+      if (!has(4)) return refuse("a short MONITOR_P");
+      std::size_t a = s.offset();
+      if (!s.skip()) return bad();
+      in.from_raw = body.substr(a, s.offset() - a);
+      a = s.offset();
+      uint8_t tag = s.peek();
+      bool is_atom = tag == ERL_ATOM_EXT || tag == ERL_SMALL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT ||
+                     tag == ERL_SMALL_ATOM_UTF8_EXT;
+      if (is_atom) {
+        if (!s.atom(atom)) return bad();
         in.to_name = atom;
       } else {
-        if (ei_decode_pid(buf, &i, &p)) return std::nullopt;
-        in.to = from_erlang(me, p);
+        if (!s.pid(p)) return bad();
+        in.to = from_scanned(me, p);
       }
-      in.to_raw = body.substr(std::size_t(a), std::size_t(i - a));
-      a = i;
-      if (ei_skip_term(buf, &i) || std::size_t(i) > body.size()) return std::nullopt;
-      in.ref_raw = body.substr(std::size_t(a), std::size_t(i - a));
+      in.to_raw = body.substr(a, s.offset() - a);
+      a = s.offset();
+      if (!s.skip()) return bad();
+      in.ref_raw = body.substr(a, s.offset() - a);
       return in;
     }
     default:
-      return in;  // not handled yet: links, monitors, exits (next session)
+      return in;  // handled elsewhere or not yet (links, exits): the caller looks at op
   }
   // Anything left in the control tuple (a trace token) is skipped.
-  for (int k = (op == ctl_reg_send || op == ctl_reg_send_tt) ? 4 : 3; k < arity; ++k)
-    if (ei_skip_term(buf, &i)) return std::nullopt;
-  // ei's decoders trust the lengths they read: a frame whose terms claim
-  // more than it holds is refused here (see docs/distribution.md, "Limits").
-  if (std::size_t(i) > body.size()) return std::nullopt;
-  in.payload = body.substr(std::size_t(i));
+  for (uint32_t k = (op == ctl_reg_send || op == ctl_reg_send_tt) ? 4 : 3; k < arity; ++k)
+    if (!s.skip()) return bad();
+  in.payload = body.substr(s.offset());
   return in;
 }
 
@@ -190,21 +240,17 @@ std::string reason_term(int kind, const std::string& type, const std::string& wh
 }
 
 std::string is_auth_reply(const self_id& me, std::string_view payload, bool send_sender) {
-  const char* buf = payload.data();
-  int i = 0, version = 0, arity = 0;
-  char atom[MAXATOMLEN_UTF8];
-  if (ei_decode_version(buf, &i, &version) || ei_decode_tuple_header(buf, &i, &arity) || arity != 3 ||
-      ei_decode_atom(buf, &i, atom) || std::strcmp(atom, "$gen_call") != 0 ||
-      ei_decode_tuple_header(buf, &i, &arity) || arity != 2)
+  etf_scanner s(payload, 0);
+  uint32_t arity = 0;
+  std::string atom;
+  scanned_pid from;
+  if (!s.version() || !s.tuple_header(arity) || arity != 3 || !s.atom(atom) || atom != "$gen_call" ||
+      !s.tuple_header(arity) || arity != 2 || !s.pid(from))
     return {};
-  erlang_pid from{};
-  if (ei_decode_pid(buf, &i, &from)) return {};
-  int tag_start = i;
-  if (ei_skip_term(buf, &i)) return {};
-  std::string_view tag = payload.substr(std::size_t(tag_start), std::size_t(i - tag_start));
-  if (ei_decode_tuple_header(buf, &i, &arity) || arity != 2 || ei_decode_atom(buf, &i, atom) ||
-      std::strcmp(atom, "is_auth") != 0)
-    return {};
+  std::size_t tag_start = s.offset();
+  if (!s.skip()) return {};
+  std::string_view tag = payload.substr(tag_start, s.offset() - tag_start);
+  if (!s.tuple_header(arity) || arity != 2 || !s.atom(atom) || atom != "is_auth") return {};
   // {Tag, yes}, the tag copied as it came (OTP 25: [alias | Ref]).
   xbuf r;
   ei_x_encode_version(&r.b);
@@ -214,7 +260,7 @@ std::string is_auth_reply(const self_id& me, std::string_view payload, bool send
   xbuf yes;
   ei_x_encode_atom(&yes.b, "yes");
   reply += yes.view();
-  return frame_send(me, herd::no_pid, from_erlang(me, from), reply, send_sender);
+  return frame_send(me, herd::no_pid, from_scanned(me, from), reply, send_sender);
 }
 
 std::string is_auth_call(const self_id& me, herd::pid self, std::string& ref_out) {
@@ -247,17 +293,11 @@ std::string is_auth_call(const self_id& me, herd::pid self, std::string& ref_out
 }
 
 bool is_auth_yes(std::string_view payload, std::string_view ref) {
-  const char* buf = payload.data();
-  int i = 0, version = 0, arity = 0;
-  if (ei_decode_version(buf, &i, &version) || ei_decode_tuple_header(buf, &i, &arity) || arity != 2) return false;
-  erlang_ref got{}, want{};
-  int j = 0;
-  if (ei_decode_ref(buf, &i, &got) || ei_decode_ref(ref.data(), &j, &want)) return false;
-  if (got.len != want.len || got.creation != want.creation || std::strcmp(got.node, want.node) != 0) return false;
-  for (int k = 0; k < got.len; ++k)
-    if (got.n[k] != want.n[k]) return false;
-  char atom[MAXATOMLEN_UTF8];
-  return ei_decode_atom(buf, &i, atom) == 0 && std::strcmp(atom, "yes") == 0;
+  // Any message reaches ping's guard: read with the bounded codec.
+  auto t = herd::binary_to_term(payload);
+  std::size_t at = 0;
+  auto want = herd::decode_term(ref, at);
+  return t && want && t->is_tuple() && t->size() == 2 && (*t)[0] == *want && (*t)[1].is_atom(herd::atom("yes"));
 }
 
 }  // namespace herd::dist::detail

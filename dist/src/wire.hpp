@@ -1,6 +1,7 @@
 // Frames after the handshake: a 4-byte length (0: a tick), then 'p'
 // (pass-through: no atom cache), the control message and, for sends, the
-// payload — each a term with its own 131. Encoded and decoded with ei.
+// payload — each a term with its own 131. Encoded with ei; decoded with
+// a bounded scanner (etf_scan.hpp) that trusts no length a peer wrote.
 #pragma once
 #include <herd/actors/pid.hpp>
 
@@ -40,8 +41,10 @@ struct incoming {
   // echoed in MONITOR_P_EXIT.
   std::string_view from_raw, to_raw, ref_raw;
 };
-// nullopt: not a frame this node understands (the caller drops the connection).
-std::optional<incoming> decode_frame(const self_id& me, std::string_view body);
+// nullopt: not a frame this node understands (the caller drops the
+// connection); `why` (when given) says what was wrong. Bounded: it reads
+// nothing past `body` whatever lengths the frame's terms claim.
+std::optional<incoming> decode_frame(const self_id& me, std::string_view body, std::string* why = nullptr);
 
 // MONITOR_P_EXIT {21, ToProc, FromPid, Ref, Reason}: a monitor a remote
 // process holds on one of ours fired. `reason_term` without 131.

@@ -3,13 +3,15 @@
 # an Erlang node running the same echo and counter, on this host:
 #   - one-way throughput: N small messages to {counter, Node}, then `count`
 #   - call round trip: gen_server:call({echo, Node}, ping), CALLS times
-# One RESULT line per figure. herd -> herd and herd -> BEAM clients are
-# the next session's work (docs/distribution.md).
-#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS]
+# One RESULT line per figure. With DIST_CLIENT (tools/distbench/dist_client,
+# a herd node) also herd -> herd and herd -> BEAM one-way throughput, each
+# beside a BEAM -> BEAM run of the same N, and their ratio.
+#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS] [DIST_CLIENT]
 set -eu
 DIST_ECHO=${1:?usage: distbench.sh PATH/TO/dist_echo [N] [CALLS]}
 N=${2:-1000000}
 CALLS=${3:-20000}
+DIST_CLIENT=${4:-}
 HOST=$(hostname | cut -d. -f1)
 COOKIE=distbench_$$
 OUT=$(mktemp -d /tmp/distbench.XXXXXX)
@@ -61,3 +63,31 @@ erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval '
   Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
   Bench("beam", list_to_atom("'"$BEAM@$HOST"'")),
   halt().'
+
+# --- herd as the client (herd -> herd, herd -> BEAM), against BEAM -> BEAM ---
+beam_oneway() {  # one-way throughput of a BEAM client to $1's counter; prints msgs/s
+  erl -sname "client2_$$" -setcookie "$COOKIE" -noshell -eval '
+    N = '"$N"', Node = list_to_atom("'"$1"'"),
+    ok = gen_server:call({counter, Node}, reset, infinity),
+    T0 = erlang:monotonic_time(microsecond),
+    lists:foreach(fun(I) -> {counter, Node} ! {tick, I} end, lists:seq(1, N)),
+    N = gen_server:call({counter, Node}, count, infinity),
+    T1 = erlang:monotonic_time(microsecond),
+    io:format("~p~n", [round(N * 1000000 / (T1 - T0))]), halt().'
+}
+herd_oneway() {  # $1 node, $2 label: the herd client's RESULT line
+  "$DIST_CLIENT" --sname "hclient_$$" --cookie "$COOKIE" --target "$1" --label "$2" --n "$N"
+}
+rate() { sed -n 's/.*msgs_per_s=\([0-9]*\).*/\1/p'; }
+if [ -n "$DIST_CLIENT" ]; then
+  for round in 1 2; do
+    hh=$(herd_oneway "$HERD@$HOST" herd)
+    echo "$hh"
+    hb=$(herd_oneway "$BEAM@$HOST" beam)
+    echo "$hb"
+    bb=$(beam_oneway "$BEAM@$HOST")
+    echo "RESULT workload=throughput from=beam to=beam msgs=$N msgs_per_s=$bb round=$round"
+    echo "$hh" | rate | awk -v hb="$(echo "$hb" | rate)" -v bb="$bb" -v r="$round" \
+      '{ printf "RESULT workload=throughput_ratio round=%s herd_herd_over_beam_beam=%.2f herd_beam_over_beam_beam=%.2f\n", r, $1 / bb, hb / bb }'
+  done
+fi

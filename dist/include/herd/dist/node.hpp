@@ -17,11 +17,16 @@
 // processes, and writes what local senders queued for that node (its
 // mailbox is the single writer queue; see docs/distribution.md).
 //
-// Payloads are external term format bytes (starting with 131) for now;
-// herd::term replaces them when it lands.
+// What crosses: herd::term, a type with the term trait (HERD_TERM_RECORD,
+// term_convert.hpp) and raw external term format bytes (etf). A receiver
+// gets etf_message and decodes it when (and as) it wants: m.term(),
+// m.as<T>() — on its own worker, not the connection's.
 #pragma once
 #include <herd/actors/pid.hpp>
 #include <herd/actors/result.hpp>
+#include <herd/actors/send.hpp>
+#include <herd/dist/term_codec.hpp>
+#include <herd/dist/term_convert.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -72,12 +77,33 @@ struct dist_options {
 struct etf_message {
   herd::pid from;
   std::string bytes;  // one term in the external term format, with its 131
+
+  // The term, decoded now (each call decodes again: keep the result). The
+  // decoder is bounded (term_codec.hpp): a malformed or hostile payload is
+  // an error value, never a read past the bytes. Its pids map to herd::pid
+  // through herd::to_term / from_term<herd::pid> (below).
+  herd::term_result<herd::term> term(const herd::decode_options& o = {}) const;
+  // The payload as a C++ type with the term trait (from_term's mismatch
+  // error says where it differs).
+  template <class T>
+  herd::term_result<T> as(const herd::decode_options& o = {}) const {
+    auto t = term(o);
+    if (!t) return t.error();
+    return herd::from_term<T>(*t);
+  }
 };
 
-// A send to a remote pid through herd::send takes this type (other C++
-// types cannot cross a node boundary yet: they are dropped and logged).
+// herd::send to a remote pid takes this type, herd::term, or a type with
+// the term trait (see term_registry.hpp); anything else is dropped with a
+// logged error naming its type.
 struct etf {
   std::string bytes;
+};
+
+// {Name, Node} as a destination: herd::send(name_at{"echo", "beam@h"}, msg).
+struct name_at {
+  std::string name;
+  std::string node;
 };
 
 // Sent to monitor_node holders.
@@ -128,3 +154,33 @@ std::optional<remote_pid> describe(herd::pid p);
 herd::pid intern(const remote_pid& r);
 
 }  // namespace herd::dist
+
+namespace herd {
+
+// A pid in a term is Erlang's (node, id, serial, creation); herd::pid maps
+// to it while distribution runs (a local pid as this node's), and back —
+// a remote one interned, see herd::dist::intern. Without distribution a
+// local pid encodes as nonode@nohost's.
+template <>
+struct term_mapping<herd::pid> {
+  static term to(const herd::pid& p);
+  static bool from(const term& t, herd::pid& out, std::string& why);
+};
+
+// {Name, Node} ! Msg. Msg is herd::dist::etf, herd::term or a type with the
+// term trait (a compile error otherwise); to this node's own name it is a
+// local send of the value itself. False when it cannot go (not started, no
+// such node; as herd::send(name, ...) for a local name nobody holds).
+template <class T>
+bool send(const dist::name_at& to, T&& msg) {
+  using V = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<V, dist::etf>) {
+    return dist::send(to.name, to.node, std::forward<T>(msg).bytes);  // to this node: an etf_message
+  } else {
+    if (!to.node.empty() && to.node == dist::this_node()) return send(std::string_view(to.name), std::forward<T>(msg));
+    if constexpr (std::is_same_v<V, herd::term>) return dist::send(to.name, to.node, term_to_binary(msg));
+    else return dist::send(to.name, to.node, term_to_binary(to_term(msg)));
+  }
+}
+
+}  // namespace herd

@@ -12,7 +12,8 @@
 // HERD_TERM_RECORD(T, fields...) goes in T's namespace (it is found by
 // argument-dependent lookup); the tuple's tag is the atom of T's name, or
 // the given one with HERD_TERM_RECORD_AS(T, "tag", fields...). from_term
-// needs T default-constructible.
+// needs T default-constructible. It also lets herd::send take a T to a pid
+// on another node (term_registry.hpp).
 //
 // Built in:   int types <-> integer (a value out of the C++ type's range is a mismatch)
 //             double, float <-> float (an integer is accepted too)
@@ -27,6 +28,7 @@
 //   static bool from(const term&, T& out, std::string& why);  // false: why says what was wrong
 #pragma once
 #include <herd/dist/term.hpp>
+#include <herd/dist/term_registry.hpp>
 
 #include <concepts>
 #include <limits>
@@ -251,7 +253,13 @@ term_result<T> from_term(const term& t) {
 #define HERD_TERM_RECORD_AS(T, TAG, ...)                                                                  \
   [[maybe_unused]] inline auto herd_term_record(const T*) {                                              \
     return ::herd::detail::make_record<T>(TAG __VA_OPT__(, HERD_TERM_DETAIL_FOR_EACH(HERD_TERM_DETAIL_FIELD, T, __VA_ARGS__))); \
-  }
+  }                                                                                                      \
+  [[maybe_unused]] static const ::herd::detail::term_encoder_registration<T> HERD_TERM_DETAIL_CAT(       \
+      herd_term_registration_, __COUNTER__){};
+// One registration per file that sees the declaration (internal linkage:
+// __COUNTER__ keeps two in one file apart, and no name is shared between files).
+#define HERD_TERM_DETAIL_CAT(a, b) HERD_TERM_DETAIL_CAT2(a, b)
+#define HERD_TERM_DETAIL_CAT2(a, b) a##b
 #define HERD_TERM_DETAIL_FIELD(T, f) ::herd::detail::record_field<T, decltype(T::f)>{#f, &T::f}
 // A for-each over __VA_ARGS__ (C++20 __VA_OPT__ recursion; up to 256 fields).
 #define HERD_TERM_DETAIL_PARENS ()
