@@ -9,6 +9,7 @@ std::string exit_reason::to_string() const {
     case exit_kind::kill: return "kill";
     case exit_kind::killed: return "killed";
     case exit_kind::noproc: return "noproc";
+    case exit_kind::noconnection: return "noconnection";
     case exit_kind::error: return "{error, " + type_ + ": " + what_ + "}";
   }
   return "?";

@@ -2,6 +2,7 @@
 // spawn_monitor: the owner's side. The other side learns through signals
 // (signals.cpp); a request to a process that is gone is answered at once by
 // a signal to ourselves, so it is acted on in order at our next blocking point.
+#include <herd/actors/detail/remote.hpp>
 #include <herd/actors/links.hpp>
 #include <herd/actors/registry.hpp>
 
@@ -103,6 +104,19 @@ monitor_ref monitor(pid target) {
 monitor_ref monitor(std::string_view name) {
   require_process("herd::monitor");  // before the lookup: the rule, not noproc, is the answer
   return monitor(whereis(name).value_or(no_pid));
+}
+
+monitor_ref monitor(std::string_view name, std::string_view node) {
+  process* p = require_process("herd::monitor");
+  const remote_signal_hooks* h = remote_signals();
+  monitor_ref ref = new_ref();
+  pid handle = no_pid;
+  if (h && !h->monitor_name(p->id, ref.id, name, node, &handle)) return monitor(name);  // this node
+  // Recorded under the handle even when the hook has already answered
+  // noconnection: that `down` is a signal to us, acted on after this.
+  relations_of(p).add(ref_role::monitoring, ref.id, handle);
+  if (!h) send_signal(p->id, kind_down, down{ref, no_pid, exit_reason::noconnection()});  // no distribution
+  return ref;
 }
 
 bool demonitor(monitor_ref ref) {

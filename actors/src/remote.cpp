@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdio>
 
+#include "remote_signals.hpp"
+
 namespace herd::detail {
 
 namespace {
@@ -14,6 +16,7 @@ std::atomic<const remote_hooks*> installed{nullptr};
 void set_remote_hooks(const remote_hooks* h) noexcept { installed.store(h, std::memory_order_release); }
 
 bool deliver_remote(pid to, message* m) noexcept {
+  if (m->kind != 0 && is_remote_signal_kind(m->kind)) return deliver_remote_signal(to, m);
   const remote_hooks* h = installed.load(std::memory_order_acquire);
   if (!h || !to.valid()) {
     destroy_message(m);

@@ -26,6 +26,7 @@
 #include <map>
 
 #include "bytes.hpp"
+#include "conn_links.hpp"
 #include "epmd.hpp"
 #include "state.hpp"
 
@@ -90,7 +91,9 @@ void forward_queued(const std::string& node) {
     winner = it->second.proc;
   }
   for (bool more = true; more;)
-    herd::receive([&](out_frame& f) { herd::send(winner, std::move(f)); }, herd::after(milliseconds(0), [&] { more = false; }));
+    herd::receive([&](out_frame& f) { herd::send(winner, std::move(f)); },
+                  [&](link_request& r) { herd::send(winner, std::move(r)); },
+                  herd::after(milliseconds(0), [&] { more = false; }));
 }
 
 struct down_guard {
@@ -129,6 +132,7 @@ class link_loop {
           [&](const net::tcp_closed&) { why_ = "closed by the peer"; },
           [&](const net::tcp_error& e) { why_ = e.err.message(); },
           [&](out_frame& f) { out_ += f.bytes; },
+          [&](link_request& r) { links_.local(r, out_); },
           [&](const close_connection& c) { why_ = c.why; },
           [&](const net::tcp_writable& w) {
             if (w.sock == s_.id()) want_write_ = false;
@@ -221,8 +225,24 @@ class link_loop {
       case ctl_demonitor_p:
         unwatch(*f);
         break;
+      case ctl_link:
+      case ctl_unlink:
+      case ctl_exit:
+      case ctl_exit2:
+      case ctl_exit_tt:
+      case ctl_exit2_tt:
+      case ctl_monitor_p_exit:
+      case ctl_payload_exit:
+      case ctl_payload_exit_tt:
+      case ctl_payload_exit2:
+      case ctl_payload_exit2_tt:
+      case ctl_payload_monitor_p_exit:
+      case ctl_unlink_id:
+      case ctl_unlink_id_ack:
+        if (!links_.remote(body, out_)) why_ = "a link or exit frame this node cannot decode";
+        break;
       default:
-        break;  // links and exits across nodes: not yet
+        break;
     }
   }
 
@@ -295,6 +315,9 @@ class link_loop {
   std::size_t in_off_ = 0, out_off_ = 0;
   clk::time_point last_recv_, last_send_;
   std::string why_;
+  // Links and monitors across this connection; declared last, so it goes
+  // first: its noconnection signals leave while the rest still stands.
+  link_table links_{me_};
 };
 
 identity my_identity() {

@@ -2,6 +2,8 @@
 
 #include <herd/actors/detail/remote.hpp>
 
+#include "conn_links.hpp"
+
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -40,6 +42,7 @@ void install_remote_hooks() {
   static const herd::detail::remote_hooks hooks{&hook_deliver, &format_remote};
   static std::once_flag once;
   std::call_once(once, [] { herd::detail::set_remote_hooks(&hooks); });
+  install_signal_hooks();
 }
 
 herd::pid intern_remote(const remote_pid& r) {

@@ -231,6 +231,7 @@ std::string reason_term(int kind, const std::string& type, const std::string& wh
     case 2:
     case 3: ei_x_encode_atom(&r.b, "killed"); break;
     case 5: ei_x_encode_atom(&r.b, "noproc"); break;
+    case 6: ei_x_encode_atom(&r.b, "noconnection"); break;
     default:
       ei_x_encode_tuple_header(&r.b, 2);
       ei_x_encode_binary(&r.b, type.data(), long(type.size()));

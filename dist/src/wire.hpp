@@ -3,7 +3,9 @@
 // payload — each a term with its own 131. Encoded with ei; decoded with
 // a bounded scanner (etf_scan.hpp) that trusts no length a peer wrote.
 #pragma once
+#include <herd/actors/exit_reason.hpp>
 #include <herd/actors/pid.hpp>
+#include <herd/dist/term.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -63,5 +65,48 @@ std::string is_auth_reply(const self_id& me, std::string_view payload, bool send
 std::string is_auth_call(const self_id& me, herd::pid self, std::string& ref_out);
 // True when payload is {Ref, yes} for the ref is_auth_call made.
 bool is_auth_yes(std::string_view payload, std::string_view ref);
+
+// --- Links, monitors and exit signals (wire_links.cpp), with herd::term's
+// bounded codec. ---
+
+// The tags besides `ctl` above: the trace-token and payload forms of the
+// exits (a peer uses the payload forms only if we announce
+// DFLAG_EXIT_PAYLOAD, which we do not; they are read anyway), and UNLINK_ID.
+enum ctl_links : long {
+  ctl_exit_tt = 13, ctl_exit2_tt = 18, ctl_payload_exit = 24, ctl_payload_exit_tt = 25, ctl_payload_exit2 = 26,
+  ctl_payload_exit2_tt = 27, ctl_payload_monitor_p_exit = 28, ctl_unlink_id = 35, ctl_unlink_id_ack = 36,
+};
+
+// LINK, UNLINK(_ID), EXIT*, EXIT2* or MONITOR_P_EXIT from the peer.
+struct link_frame {
+  long op = 0;
+  herd::pid from;           // the peer's process (no_pid: MONITOR_P_EXIT of a name monitor)
+  herd::pid to;             // ours (no_pid: not a live incarnation of this node)
+  herd::term from_t, to_t;  // both as they came, for a reply
+  uint64_t ref = 0;         // MONITOR_P_EXIT: our monitor_ref's id (0: not a ref of ours)
+  herd::term id;            // UNLINK_ID: its id, for the ack
+  exit_reason reason;       // EXIT*, EXIT2*, MONITOR_P_EXIT
+};
+// nullopt: not such a frame, or malformed (the caller drops the connection).
+std::optional<link_frame> decode_link_frame(const self_id& me, std::string_view body);
+
+// Whole frames (length included).
+std::string frame_link(const self_id& me, long op, herd::pid from, herd::pid to);  // LINK, UNLINK
+// EXIT (through a link) or EXIT2 (exit/2).
+std::string frame_exit(const self_id& me, bool via_link, herd::pid from, herd::pid to, const exit_reason& r);
+// EXIT {3, From, To, Reason} back to the terms a frame came with.
+std::string frame_exit_raw(const herd::term& from, const herd::term& to, const exit_reason& r);
+// MONITOR_P / DEMONITOR_P of a pid, or of `name` on the peer when not empty.
+std::string frame_monitor(const self_id& me, long op, herd::pid from, herd::pid to, std::string_view name,
+                          uint64_t ref);
+std::string frame_unlink_id_ack(const herd::term& id, const herd::term& from, const herd::term& to);
+
+// An exit reason as Erlang sees it: normal, shutdown ({shutdown, <<Detail>>}
+// with a detail), kill, killed, noproc, noconnection, or {<<Type>>, <<What>>}
+// for an error. And back: those atoms to their kinds, {shutdown, X} to a
+// shutdown with X's text, {<<Type>>, <<What>>} to that error, any other term
+// to error("erlang", its text in Erlang syntax).
+herd::term reason_to_term(const exit_reason& r);
+exit_reason reason_from_term(const herd::term& t);
 
 }  // namespace herd::dist::detail

@@ -9,7 +9,9 @@
 
 namespace herd {
 
-enum class exit_kind : uint8_t { normal, shutdown, kill, killed, error, noproc };
+// noconnection: the process was on another node, and the connection to it
+// went down (or could not be made).
+enum class exit_kind : uint8_t { normal, shutdown, kill, killed, error, noproc, noconnection };
 
 class exit_reason {
  public:
@@ -19,6 +21,7 @@ class exit_reason {
   static exit_reason kill() { return {exit_kind::kill, {}, {}}; }
   static exit_reason killed() { return {exit_kind::killed, {}, {}}; }
   static exit_reason noproc() { return {exit_kind::noproc, {}, {}}; }
+  static exit_reason noconnection() { return {exit_kind::noconnection, {}, {}}; }
   static exit_reason error(std::string type, std::string what) {
     return {exit_kind::error, std::move(type), std::move(what)};
   }

@@ -13,6 +13,10 @@
 //  * Signals and messages from one sender to one receiver arrive in order.
 //    Links and monitors change only on their owner; others send it signals,
 //    which it acts on at its blocking points (receive, sleep, yield, ...).
+//  * With herd::dist running, all of this works for a pid on another node
+//    too (docs/distribution.md): when the connection to that node goes down,
+//    each link to a process there becomes an exit signal and each monitor a
+//    `down`, both with reason noconnection.
 // All of these are for code running in a process: from anywhere else they
 // throw not_in_process (trapping_exits, a query, answers false).
 // spawn_link and spawn_monitor too: the caller holds the link's or the
@@ -63,6 +67,12 @@ monitor_ref monitor(pid p);
 // registered under it now (the name is not followed to a later holder); when
 // none is, down{ref, no_pid, noproc} arrives at once.
 monitor_ref monitor(std::string_view name);
+// By {name, node}, as OTP's monitor(process, {Name, Node}): the process
+// registered as `name` on `node` (this node's name: as monitor(name)). Its
+// `down` has who == no_pid (Erlang names {Name, Node} there) and the
+// reason: noproc when nothing is registered under the name there,
+// noconnection when the node cannot be reached or the connection goes down.
+monitor_ref monitor(std::string_view name, std::string_view node);
 // True if the monitor was active. Any `down` for it is dropped from now on.
 bool demonitor(monitor_ref r);
 
