@@ -15,6 +15,7 @@
 
 #include "cookie.hpp"
 #include "epmd.hpp"
+#include "gen_adapt.hpp"
 #include "remote_pids.hpp"
 #include "state.hpp"
 
@@ -64,6 +65,7 @@ bool send_remote(herd::pid to, std::string bytes) {
 
 bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   try {
+    if (is_gen_reply(m)) return deliver_gen_reply(to, m);
     if (m->type != herd::detail::type_id<etf>) {
       herd::log_report("herd::dist: a " + std::string(m->ops->name, m->ops->name_len) + " cannot be sent to " +
                        to.to_string() + " on another node (send herd::dist::etf)");
