@@ -1,15 +1,23 @@
 #!/bin/sh
-# distbench: a BEAM client node against examples/dist_echo (herd) and against
-# an Erlang node running the same echo and counter, on this host:
+# distbench: herd and Erlang nodes as clients and servers of the same echo
+# and counter, on this host, in one run:
 #   - one-way throughput: N small messages to {counter, Node}, then `count`
 #   - call round trip: gen_server:call({echo, Node}, ping), CALLS times
-# One RESULT line per figure. herd -> herd and herd -> BEAM clients are
-# the next session's work (docs/distribution.md).
-#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS]
+# Servers: examples/dist_echo (herd) and an Erlang node running the same
+# echo and counter. Clients: a BEAM node (gen_server:call) and a herd node
+# (tools/distbench/distbench_client, herd::dist::call), each against both.
+# One RESULT line per figure, then one per ratio against BEAM -> BEAM
+# (means over the rounds).
+#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS] [ROUNDS]
+# distbench_client is looked for beside dist_echo's build tree
+# (build/tools/distbench/distbench_client) or in $DISTBENCH_CLIENT.
 set -eu
 DIST_ECHO=${1:?usage: distbench.sh PATH/TO/dist_echo [N] [CALLS]}
 N=${2:-1000000}
 CALLS=${3:-20000}
+ROUNDS=${4:-2}
+CLIENT=${DISTBENCH_CLIENT:-$(dirname "$DIST_ECHO")/../tools/distbench/distbench_client}
+[ -x "$CLIENT" ] || { echo "distbench: no distbench_client at $CLIENT (build target distbench_client)" >&2; exit 2; }
 HOST=$(hostname | cut -d. -f1)
 COOKIE=distbench_$$
 OUT=$(mktemp -d /tmp/distbench.XXXXXX)
@@ -56,8 +64,35 @@ erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval '
     io:format("RESULT workload=call from=beam to=~s calls=~p us_per_call=~.1f~n",
               [Peer, Calls, (T3 - T2) / Calls])
   end,
-  Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
-  Bench("beam", list_to_atom("'"$BEAM@$HOST"'")),
-  Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
-  Bench("beam", list_to_atom("'"$BEAM@$HOST"'")),
-  halt().'
+  lists:foreach(fun(_) ->
+      Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
+      Bench("beam", list_to_atom("'"$BEAM@$HOST"'"))
+    end, lists:seq(1, '"$ROUNDS"')),
+  halt().' | tee "$OUT/results"
+
+for to in herd beam; do
+  node=$HERD@$HOST
+  [ "$to" = beam ] && node=$BEAM@$HOST
+  "$CLIENT" --sname hclient_${to}_$$ --cookie "$COOKIE" --target "$node" --label "$to" \
+    --msgs "$N" --calls "$CALLS" --rounds "$ROUNDS" | tee -a "$OUT/results"
+done
+
+# Ratios of the means against BEAM -> BEAM (< 1: faster than BEAM -> BEAM).
+awk '
+  /^RESULT workload=call / { split($0, f, " "); k = ""; v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "us_per_call") v = kv[2] }
+    sum["call " fr "->" to] += v; n["call " fr "->" to]++ }
+  /^RESULT workload=throughput / { split($0, f, " "); v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "msgs_per_s") v = kv[2] }
+    sum["throughput " fr "->" to] += v; n["throughput " fr "->" to]++ }
+  END {
+    for (w = 0; w < 2; w++) {
+      wl = w ? "throughput" : "call"; base = wl " beam->beam"
+      if (!(base in n)) continue
+      b = sum[base] / n[base]
+      for (k in sum) if (index(k, wl " ") == 1) {
+        split(k, p, " "); m = sum[k] / n[k]
+        printf "RESULT workload=%s_ratio pair=%s mean=%.1f beam_beam_mean=%.1f ratio=%.2f\n", wl, p[2], m, b, m / b
+      }
+    }
+  }' "$OUT/results"
