@@ -28,6 +28,7 @@
 #include "bytes.hpp"
 #include "conn_links.hpp"
 #include "epmd.hpp"
+#include "gen_adapt.hpp"
 #include "state.hpp"
 
 namespace herd::dist::detail {
@@ -206,7 +207,8 @@ class link_loop {
       case ctl_send:
       case ctl_send_tt:
       case ctl_send_sender:
-        if (f->to.valid() && !f->to.is_remote()) herd::send(f->to, etf_message{f->from, std::string(f->payload)});
+        if (f->to.valid() && !f->to.is_remote() && !deliver_gen(f->to, f->from, f->payload, peer_.name))
+          herd::send(f->to, etf_message{f->from, std::string(f->payload)});
         break;
       case ctl_reg_send:
       case ctl_reg_send_tt:
@@ -217,7 +219,8 @@ class link_loop {
             break;
           }
         }
-        herd::send(f->to_name, etf_message{f->from, std::string(f->payload)});
+        if (!deliver_gen(f->to_name, f->from, f->payload, peer_.name))
+          herd::send(f->to_name, etf_message{f->from, std::string(f->payload)});
         break;
       case ctl_monitor_p:
         watch(*f);
@@ -330,6 +333,7 @@ identity my_identity() {
 void run_connection(net::tcp_socket& s, const peer_info& peer) {
   down_guard guard{peer.name};
   guard.why = link_loop(s, peer).run();
+  forget_gen_calls(peer.name);
   log("connection to " + peer.name + " ended: " + guard.why);
   s.close();
 }

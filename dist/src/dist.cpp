@@ -16,6 +16,7 @@
 
 #include "cookie.hpp"
 #include "epmd.hpp"
+#include "gen_adapt.hpp"
 #include "remote_pids.hpp"
 #include "state.hpp"
 
@@ -89,6 +90,7 @@ std::optional<std::string> wire_bytes(herd::pid to, herd::detail::message* m) {
 
 bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   try {
+    if (is_gen_reply(m)) return deliver_gen_reply(to, m);
     auto bytes = wire_bytes(to, m);
     herd::detail::destroy_message(m);
     return bytes && send_remote(to, std::move(*bytes));

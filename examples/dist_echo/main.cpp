@@ -11,7 +11,9 @@
 // SIGTERM (or SIGINT): closes its connections and exits 0. A bad option: a
 // message and exit 2. Without --cookie: ~/.erlang.cookie, as erl.
 #include <herd/actors.hpp>
+#include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
+#include <herd/dist/term_codec.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -20,8 +22,6 @@
 #include <pthread.h>
 #include <string>
 #include <thread>
-
-#include "gen_call.hpp"
 
 namespace {
 
@@ -34,34 +34,38 @@ struct stop_signal {
   std::exit(2);
 }
 
-void echo() {
-  for (;;)
-    herd::receive([](herd::dist::etf_message& m) {
-      if (auto c = dist_echo::parse_gen_call(m.bytes)) {
-        herd::dist::send(c->from, dist_echo::reply(*c, c->request));
-      } else if (auto p = dist_echo::parse_from_pair(m.bytes)) {
-        herd::dist::send(p->first, std::move(p->second));
-      }
-    });
-}
+// Calls and casts from other nodes arrive as herd::term (dist::export_server);
+// any other message as the ETF bytes it came as.
+struct echo : herd::server<echo> {
+  using calls = herd::types<herd::term>;
+  using infos = herd::types<herd::dist::etf_message>;
+  herd::term handle_call(const herd::term& t, const herd::from&) { return t; }
+  // {From, T}, From a pid: T to From.
+  void handle_info(const herd::dist::etf_message& m) {
+    auto t = herd::binary_to_term(m.bytes);
+    if (!t || !t->is_tuple() || t->size() != 2 || !(*t)[0].is_pid()) return;
+    const herd::erl_pid& p = (*t)[0].as_pid();
+    herd::pid to = herd::dist::intern({std::string(p.node.text()), p.id, p.serial, p.creation});
+    herd::dist::send(to, herd::term_to_binary((*t)[1]));
+  }
+};
 
-void counter() {
+struct counter : herd::server<counter> {
+  using calls = herd::types<herd::term>;
+  using casts = herd::types<herd::term>;
+  using infos = herd::types<herd::dist::etf_message>;
+  herd::term handle_call(const herd::term& req, const herd::from&) {
+    if (req.is_atom(herd::atom("count"))) return herd::term(count);
+    if (req.is_atom(herd::atom("reset"))) {
+      count = 0;
+      return herd::atom("ok");
+    }
+    return herd::atom("badarg");
+  }
+  void handle_cast(const herd::term&) { ++count; }
+  void handle_info(const herd::dist::etf_message&) { ++count; }
   long long count = 0;
-  for (;;)
-    herd::receive([&](herd::dist::etf_message& m) {
-      auto c = dist_echo::parse_gen_call(m.bytes);
-      if (!c) return void(++count);
-      std::string req = dist_echo::request_atom(c->request);
-      if (req == "count") {
-        herd::dist::send(c->from, dist_echo::reply(*c, dist_echo::integer_term(count)));
-      } else if (req == "reset") {
-        count = 0;
-        herd::dist::send(c->from, dist_echo::reply(*c, dist_echo::atom_term("ok")));
-      } else {
-        herd::dist::send(c->from, dist_echo::reply(*c, dist_echo::atom_term("badarg")));
-      }
-    });
-}
+};
 
 }  // namespace
 
@@ -112,8 +116,8 @@ int main(int argc, char** argv) {
       code = me.error().code == herd::dist::errc::bad_options ? 2 : 1;
       return;
     }
-    herd::register_name("echo", herd::spawn(echo));
-    herd::register_name("counter", herd::spawn(counter));
+    herd::dist::export_server(herd::start_server<echo>(herd::spawn_options{.name = "echo"}));
+    herd::dist::export_server(herd::start_server<counter>(herd::spawn_options{.name = "counter"}));
     herd::pid root = herd::self();
     std::thread([root, stop_set] {
       int signo = 0;

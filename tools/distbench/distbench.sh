@@ -1,17 +1,23 @@
 #!/bin/sh
-# distbench: a BEAM client node against examples/dist_echo (herd) and against
-# an Erlang node running the same echo and counter, on this host:
+# distbench: herd and Erlang nodes as clients and servers of the same echo
+# and counter, on this host, in one run:
 #   - one-way throughput: N small messages to {counter, Node}, then `count`
 #   - call round trip: gen_server:call({echo, Node}, ping), CALLS times
-# One RESULT line per figure. With DIST_CLIENT (tools/distbench/dist_client,
-# a herd node) also herd -> herd and herd -> BEAM one-way throughput, each
-# beside a BEAM -> BEAM run of the same N, and their ratio.
-#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS] [DIST_CLIENT]
+# Servers: examples/dist_echo (herd) and an Erlang node running the same
+# echo and counter. Clients: a BEAM node (gen_server:call) and a herd node
+# (tools/distbench/distbench_client, herd::dist::call), each against both.
+# One RESULT line per figure, then one per ratio against BEAM -> BEAM
+# (means over the rounds).
+#   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS] [ROUNDS]
+# distbench_client is looked for beside dist_echo's build tree
+# (build/tools/distbench/distbench_client) or in $DISTBENCH_CLIENT.
 set -eu
 DIST_ECHO=${1:?usage: distbench.sh PATH/TO/dist_echo [N] [CALLS]}
 N=${2:-1000000}
 CALLS=${3:-20000}
-DIST_CLIENT=${4:-}
+ROUNDS=${4:-2}
+CLIENT=${DISTBENCH_CLIENT:-$(dirname "$DIST_ECHO")/../tools/distbench/distbench_client}
+[ -x "$CLIENT" ] || { echo "distbench: no distbench_client at $CLIENT (build target distbench_client)" >&2; exit 2; }
 HOST=$(hostname | cut -d. -f1)
 COOKIE=distbench_$$
 OUT=$(mktemp -d /tmp/distbench.XXXXXX)
@@ -58,36 +64,35 @@ erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval '
     io:format("RESULT workload=call from=beam to=~s calls=~p us_per_call=~.1f~n",
               [Peer, Calls, (T3 - T2) / Calls])
   end,
-  Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
-  Bench("beam", list_to_atom("'"$BEAM@$HOST"'")),
-  Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
-  Bench("beam", list_to_atom("'"$BEAM@$HOST"'")),
-  halt().'
+  lists:foreach(fun(_) ->
+      Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
+      Bench("beam", list_to_atom("'"$BEAM@$HOST"'"))
+    end, lists:seq(1, '"$ROUNDS"')),
+  halt().' | tee "$OUT/results"
 
-# --- herd as the client (herd -> herd, herd -> BEAM), against BEAM -> BEAM ---
-beam_oneway() {  # one-way throughput of a BEAM client to $1's counter; prints msgs/s
-  erl -sname "client2_$$" -setcookie "$COOKIE" -noshell -eval '
-    N = '"$N"', Node = list_to_atom("'"$1"'"),
-    ok = gen_server:call({counter, Node}, reset, infinity),
-    T0 = erlang:monotonic_time(microsecond),
-    lists:foreach(fun(I) -> {counter, Node} ! {tick, I} end, lists:seq(1, N)),
-    N = gen_server:call({counter, Node}, count, infinity),
-    T1 = erlang:monotonic_time(microsecond),
-    io:format("~p~n", [round(N * 1000000 / (T1 - T0))]), halt().'
-}
-herd_oneway() {  # $1 node, $2 label: the herd client's RESULT line
-  "$DIST_CLIENT" --sname "hclient_$$" --cookie "$COOKIE" --target "$1" --label "$2" --n "$N"
-}
-rate() { sed -n 's/.*msgs_per_s=\([0-9]*\).*/\1/p'; }
-if [ -n "$DIST_CLIENT" ]; then
-  for round in 1 2; do
-    hh=$(herd_oneway "$HERD@$HOST" herd)
-    echo "$hh"
-    hb=$(herd_oneway "$BEAM@$HOST" beam)
-    echo "$hb"
-    bb=$(beam_oneway "$BEAM@$HOST")
-    echo "RESULT workload=throughput from=beam to=beam msgs=$N msgs_per_s=$bb round=$round"
-    echo "$hh" | rate | awk -v hb="$(echo "$hb" | rate)" -v bb="$bb" -v r="$round" \
-      '{ printf "RESULT workload=throughput_ratio round=%s herd_herd_over_beam_beam=%.2f herd_beam_over_beam_beam=%.2f\n", r, $1 / bb, hb / bb }'
-  done
-fi
+for to in herd beam; do
+  node=$HERD@$HOST
+  [ "$to" = beam ] && node=$BEAM@$HOST
+  "$CLIENT" --sname hclient_${to}_$$ --cookie "$COOKIE" --target "$node" --label "$to" \
+    --msgs "$N" --calls "$CALLS" --rounds "$ROUNDS" | tee -a "$OUT/results"
+done
+
+# Ratios of the means against BEAM -> BEAM (< 1: faster than BEAM -> BEAM).
+awk '
+  /^RESULT workload=call / { split($0, f, " "); k = ""; v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "us_per_call") v = kv[2] }
+    sum["call " fr "->" to] += v; n["call " fr "->" to]++ }
+  /^RESULT workload=throughput / { split($0, f, " "); v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "msgs_per_s") v = kv[2] }
+    sum["throughput " fr "->" to] += v; n["throughput " fr "->" to]++ }
+  END {
+    for (w = 0; w < 2; w++) {
+      wl = w ? "throughput" : "call"; base = wl " beam->beam"
+      if (!(base in n)) continue
+      b = sum[base] / n[base]
+      for (k in sum) if (index(k, wl " ") == 1) {
+        split(k, p, " "); m = sum[k] / n[k]
+        printf "RESULT workload=%s_ratio pair=%s mean=%.1f beam_beam_mean=%.1f ratio=%.2f\n", wl, p[2], m, b, m / b
+      }
+    }
+  }' "$OUT/results"
