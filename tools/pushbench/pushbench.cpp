@@ -233,8 +233,10 @@ int run(const Config& cfg) {
   l.start_pushing();
   run_for(l, cfg.warmup, "warmup", last, t0, [] { return false; });
   const Snap a = snap(l, cfg.server_pid);
+  Snap calm;  // with a storm: the window up to its start, pushes only
   if (cfg.storm > 0) {
     run_for(l, cfg.storm_at, "measure", last, t0, [] { return false; });
+    calm = snap(l, cfg.server_pid);
     l.start_storm();
     run_for(l, cfg.duration - cfg.storm_at, "storm", last, t0, [] { return false; });
   } else {
@@ -295,6 +297,17 @@ int run(const Config& cfg) {
     const double us = b.server_user - a.server_user, sy = b.server_sys - a.server_sys;
     add(" server_user_s=%.3f server_sys_s=%.3f user_us_per_push=%.3f sys_us_per_push=%.3f", us, sy,
         frames > 0 ? us * 1e6 / frames : 0.0, frames > 0 ? sy * 1e6 / frames : 0.0);
+  }
+  if (cfg.storm > 0 && cfg.server_pid && a.server_ok && calm.server_ok && b.server_ok) {
+    // The window's CPU holds the reconnects too: per push before the storm,
+    // and what the storm's part of the window cost the server in all.
+    const double fr = static_cast<double>(calm.c.frames - a.c.frames);
+    auto per = [&](double s) { return fr > 0 ? s * 1e6 / fr : 0.0; };
+    add(" calm_window_s=%.3f calm_frames=%.0f calm_cpu_us_per_push=%.3f calm_user_us_per_push=%.3f"
+        " calm_sys_us_per_push=%.3f storm_phase_cpu_s=%.3f storm_phase_frames=%.0f",
+        secs(calm.t - a.t), fr, per(calm.server_cpu - a.server_cpu), per(calm.server_user - a.server_user),
+        per(calm.server_sys - a.server_sys), b.server_cpu - calm.server_cpu,
+        static_cast<double>(b.c.frames - calm.c.frames));
   }
   add(" client_cpu_s=%.2f", b.self_cpu - a.self_cpu);
   std::printf("%s\n", out.c_str());
