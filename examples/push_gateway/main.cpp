@@ -92,11 +92,19 @@ int main(int argc, char** argv) {
   // R/s about R x idle_hibernate of them are awake at once, each holding a
   // stack whose pages the pool keeps (5,000 connections at 2,000/s: 2,447
   // bytes per idle connection with 1 s, 1,688 with 100 ms).
+  //
+  // A WebSocket connection, though, hibernates as soon as its mailbox is
+  // empty (0 ms) unless --idle-hibernate-ms is given: a user gets a push
+  // every few seconds at most, so a connection kept awake for 100 ms after
+  // each push only waits for its idle timer — a second wake-up per push
+  // (timer, switch, then hibernate) that cost about a quarter of the
+  // gateway's user-space CPU per push (docs/push-gateway.md), and more
+  // stacks awake at once.
   bool hibernate_given = false;
   for (char* a : rest) hibernate_given |= std::string_view(a) == "--idle-hibernate-ms";
   if (!hibernate_given) o.idle_hibernate = std::chrono::milliseconds(100);
   st.cfg.max_websockets = o.max_connections;
-  st.cfg.idle_hibernate = o.idle_hibernate;
+  st.cfg.idle_hibernate = hibernate_given ? o.idle_hibernate : std::chrono::milliseconds(0);
   // The limit is the gateway's, counted on upgrades, so that the 503 can be
   // answered: the listener takes up to http_headroom more TCP connections
   // (pushers, /stats, refused upgrades) before new ones wait in the backlog.

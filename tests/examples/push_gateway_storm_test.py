@@ -79,6 +79,11 @@ def main():
         check("and got none out of order", n("out_of_order") == 0 and n("storm_out_of_order") == 0,
               (res["out_of_order"], res["storm_out_of_order"]))
         check("no push failed", n("push_errors") == 0 and n("bad_frames") == 0, (res["push_errors"], res["bad_frames"]))
+        calm = {k: float(res.get(k, "-1")) for k in ("calm_window_s", "calm_frames", "calm_cpu_us_per_push",
+                                                     "storm_phase_cpu_s", "storm_phase_frames")}
+        check("the server's CPU is reported apart for the calm part of the window and the storm's",
+              calm["calm_window_s"] > 0 and calm["calm_frames"] > 0 and calm["calm_cpu_us_per_push"] >= 0
+              and calm["storm_phase_cpu_s"] >= 0 and calm["storm_phase_frames"] >= 0, calm)
         # pushbench has closed its connections; each leaves presence as the
         # gateway sees its end, so wait for the count to reach 0 rather than
         # read it once.

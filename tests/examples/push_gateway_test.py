@@ -21,13 +21,19 @@ CASE:
                the room at once; the member that reads gets every frame
   limit        --max-connections 2: the slot of a connection that went is
                given back (a later upgrade gets 101, not 503)
+  one-wake     by default a push wakes its hibernated connection once: it
+               hibernates again as soon as its mailbox is empty, with no
+               idle timer to wake it a second time (--workers 1, the
+               observer's count of fibers resumed)
 
 127.0.0.1 only; the gateway is stopped by its PID.
 """
 import json
 import os
 import signal
+import socket
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -322,9 +328,59 @@ def limit(exe):
     check("drains and exits 0", rc == 0, rc)
 
 
+class Observer:
+    """A client of the node's observer socket (docs/observer-protocol.md)."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.settimeout(30)
+        self.s.connect(path)
+        self.f = self.s.makefile("rw")
+
+    def ask(self, req, **fields):
+        self.f.write(json.dumps({"v": 1, "req": req, **fields}) + "\n")
+        self.f.flush()
+        r = json.loads(self.f.readline())
+        assert r.get("ok"), r
+        return r["result"]
+
+
+def one_wake(exe):
+    n = 100
+    path = os.path.join(tempfile.mkdtemp(prefix="push_gateway_test"), "observer.sock")
+    g = Gateway(exe, "--workers", "1", "--observer", path)
+    try:
+        conns = [g.ws(f"w{i}") for i in range(n)]
+        obs = Observer(eventually(lambda: os.path.exists(path) and path))
+
+        def asleep():
+            ps = obs.ask("processes", status="hibernated", limit=100000)["processes"]
+            return sum(1 for p in ps if p.get("protocol") == "websocket") == n
+
+        def switches():
+            return sum(w["switches"] for w in obs.ask("overview")["workers"])
+
+        check("every connection hibernates once idle", eventually(asleep))
+        h = Http(g.port)
+        h.request("GET", "/healthz")  # the pusher's connection is up before counting
+        before = switches()
+        for i in range(n):
+            g.push("user", f"w{i}", f"p{i}", h)
+        check("every pushed frame arrives", all(w.recv_text() == f"p{i}" for i, w in enumerate(conns)))
+        check("and every connection hibernates again", eventually(asleep))
+        resumed = switches() - before
+        # Per push: the pusher's HTTP process once, the connection once (an
+        # idle timer would add a second); the observer's own questions and
+        # the pusher's idle timer are a few more.
+        check(f"{n} pushes resumed fewer than {n * 5 // 2} fibers", resumed < n * 5 // 2, resumed)
+    finally:
+        rc = g.stop()
+    check("drains and exits 0", rc == 0, rc)
+
+
 def main():
     cases = {"options": options, "lifecycle": lifecycle, "concurrent": concurrent, "hibernated": hibernated,
-             "slow-room": slow_room, "limit": limit}
+             "slow-room": slow_room, "limit": limit, "one-wake": one_wake}
     if len(sys.argv) != 3 or sys.argv[1] not in cases:
         sys.exit(__doc__)
     cases[sys.argv[1]](sys.argv[2])

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <exception>
@@ -114,8 +115,28 @@ struct Snap {
   Counters c;
   std::vector<uint64_t> hist;
   double server_cpu = 0, self_cpu = 0;
+  double server_user = 0, server_sys = 0;  // the split of server_cpu (utime, stime)
   bool server_ok = false;
 };
+
+// utime and stime of /proc/PID/stat (fields 14 and 15) in seconds, apart:
+// on loopback "system" also holds the client's receive path, which the
+// kernel runs in the sender's context — the same for every server.
+bool read_user_sys(long pid, double& user, double& sys) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(f, s)) return false;
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return false;
+  unsigned long long ut = 0, st = 0;
+  // After ") " come field 3 (state) ... field 13, then utime and stime.
+  if (std::sscanf(s.c_str() + close + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &ut, &st) != 2)
+    return false;
+  const double tck = static_cast<double>(sysconf(_SC_CLK_TCK));
+  user = static_cast<double>(ut) / tck;
+  sys = static_cast<double>(st) / tck;
+  return true;
+}
 
 Snap snap(const Load& l, long pid) {
   Snap s;
@@ -127,6 +148,7 @@ Snap snap(const Load& l, long pid) {
     connbench::ProcCpu c = connbench::read_proc_cpu(pid);
     s.server_ok = c.ok;
     s.server_cpu = c.seconds;
+    s.server_ok = s.server_ok && read_user_sys(pid, s.server_user, s.server_sys);
   }
   return s;
 }
@@ -211,8 +233,10 @@ int run(const Config& cfg) {
   l.start_pushing();
   run_for(l, cfg.warmup, "warmup", last, t0, [] { return false; });
   const Snap a = snap(l, cfg.server_pid);
+  Snap calm;  // with a storm: the window up to its start, pushes only
   if (cfg.storm > 0) {
     run_for(l, cfg.storm_at, "measure", last, t0, [] { return false; });
+    calm = snap(l, cfg.server_pid);
     l.start_storm();
     run_for(l, cfg.duration - cfg.storm_at, "storm", last, t0, [] { return false; });
   } else {
@@ -270,6 +294,20 @@ int run(const Config& cfg) {
   if (cfg.server_pid && a.server_ok && b.server_ok) {
     const double cpu = b.server_cpu - a.server_cpu;
     add(" rss_kb=%ld server_cpu_s=%.3f cpu_us_per_push=%.3f", rss_end, cpu, frames > 0 ? cpu * 1e6 / frames : 0.0);
+    const double us = b.server_user - a.server_user, sy = b.server_sys - a.server_sys;
+    add(" server_user_s=%.3f server_sys_s=%.3f user_us_per_push=%.3f sys_us_per_push=%.3f", us, sy,
+        frames > 0 ? us * 1e6 / frames : 0.0, frames > 0 ? sy * 1e6 / frames : 0.0);
+  }
+  if (cfg.storm > 0 && cfg.server_pid && a.server_ok && calm.server_ok && b.server_ok) {
+    // The window's CPU holds the reconnects too: per push before the storm,
+    // and what the storm's part of the window cost the server in all.
+    const double fr = static_cast<double>(calm.c.frames - a.c.frames);
+    auto per = [&](double s) { return fr > 0 ? s * 1e6 / fr : 0.0; };
+    add(" calm_window_s=%.3f calm_frames=%.0f calm_cpu_us_per_push=%.3f calm_user_us_per_push=%.3f"
+        " calm_sys_us_per_push=%.3f storm_phase_cpu_s=%.3f storm_phase_frames=%.0f",
+        secs(calm.t - a.t), fr, per(calm.server_cpu - a.server_cpu), per(calm.server_user - a.server_user),
+        per(calm.server_sys - a.server_sys), b.server_cpu - calm.server_cpu,
+        static_cast<double>(b.c.frames - calm.c.frames));
   }
   add(" client_cpu_s=%.2f", b.self_cpu - a.self_cpu);
   std::printf("%s\n", out.c_str());
