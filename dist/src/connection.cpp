@@ -47,7 +47,7 @@ void log(const std::string& s) { herd::log_report("herd::dist: " + s); }
 // the node over meanwhile.
 bool mark_up(const peer_info& peer) {
   dist_state& st = state();
-  std::vector<herd::pid> waiters;
+  std::vector<herd::pid> waiters, watchers;
   {
     std::lock_guard g(st.mu);
     auto it = st.conns.find(peer.name);
@@ -55,8 +55,10 @@ bool mark_up(const peer_info& peer) {
     it->second.up = true;
     it->second.peer_flags = peer.flags;
     waiters.swap(it->second.waiters);
+    watchers = st.all_node_monitors;
   }
   for (herd::pid w : waiters) herd::send(w, connect_result{peer.name, true, {}});
+  for (herd::pid w : watchers) herd::send(w, nodeup{peer.name});
   return true;
 }
 
@@ -70,6 +72,7 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
       auto it = st.conns.find(node);
       if (it == st.conns.end() || it->second.proc != herd::self()) return;
       waiters.swap(it->second.waiters);
+      if (it->second.up) watchers = st.all_node_monitors;  // nodeup was sent
       st.conns.erase(it);
       auto [b, e] = st.node_monitors.equal_range(node);
       for (auto m = b; m != e; ++m) watchers.push_back(m->second);
@@ -110,6 +113,10 @@ class link_loop {
     std::lock_guard g(state().mu);
     me_ = state().self;
     tick_ = state().ticktime;
+    stats_->tick_interval = std::max(tick_ / 4, milliseconds(1));
+    stats_->last_received_ns.store(clk::now().time_since_epoch().count(), std::memory_order_relaxed);
+    auto it = state().conns.find(peer.name);
+    if (it != state().conns.end() && it->second.proc == herd::self()) it->second.counters = stats_;
   }
 
   std::string run() {
@@ -126,13 +133,18 @@ class link_loop {
             if (d.sock != s_.id()) return;
             in_.append(d.data.view());
             last_recv_ = clk::now();
+            stats_->bytes_in.fetch_add(d.data.view().size(), std::memory_order_relaxed);
+            stats_->last_received_ns.store(last_recv_.time_since_epoch().count(), std::memory_order_relaxed);
             parse();
             if (why_.empty())
               if (auto r = s_.set_active(net::active::once()); !r) why_ = r.error().message();
           },
           [&](const net::tcp_closed&) { why_ = "closed by the peer"; },
           [&](const net::tcp_error& e) { why_ = e.err.message(); },
-          [&](out_frame& f) { out_ += f.bytes; },
+          [&](out_frame& f) {
+            out_ += f.bytes;
+            stats_->messages_out.fetch_add(1, std::memory_order_relaxed);
+          },
           [&](link_request& r) { links_.local(r, out_); },
           [&](const close_connection& c) { why_ = c.why; },
           [&](const net::tcp_writable& w) {
@@ -141,6 +153,8 @@ class link_loop {
           [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [] {}));
       if (!why_.empty()) break;
       if (pending() && !want_write_ && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
+      stats_->queued_bytes.store(out_.size() - out_off_, std::memory_order_relaxed);
+      stats_->queued_frames.store(herd::mailbox_size(), std::memory_order_relaxed);
       now = clk::now();
       if (now >= next_tick) {
         if (now - last_recv_ > tick_) why_ = "net_tick_timeout: nothing received for net_ticktime";
@@ -164,6 +178,7 @@ class link_loop {
       return;
     }
     if (*r > 0) last_send_ = clk::now();
+    stats_->bytes_out.fetch_add(*r, std::memory_order_relaxed);
     out_off_ += *r;
     if (pending()) {  // the kernel took part: wait for room, reading meanwhile
       if (auto w = s_.notify_writable(); !w) why_ = "write: " + w.error().message();
@@ -185,7 +200,10 @@ class link_loop {
       if (in.size() - in_off_ - 4 < len) break;
       std::string_view body = in.substr(in_off_ + 4, len);
       in_off_ += 4 + std::size_t(len);
-      if (len > 0) dispatch(body);
+      if (len > 0) {
+        stats_->messages_in.fetch_add(1, std::memory_order_relaxed);
+        dispatch(body);
+      }
     }
     if (in_off_ == in_.size()) {
       in_.clear();
@@ -310,6 +328,7 @@ class link_loop {
   std::map<std::string, herd::pid> by_ref_;
   net::tcp_socket& s_;
   const peer_info& peer_;
+  std::shared_ptr<conn_counters> stats_ = std::make_shared<conn_counters>();
   self_id me_;
   milliseconds tick_;
   bool send_sender_ = false;
@@ -329,6 +348,41 @@ identity my_identity() {
 }
 
 }  // namespace
+
+herd::detail::remote_nodes_report nodes_report() {
+  struct row {
+    std::string node;
+    bool up;
+    std::shared_ptr<conn_counters> c;
+  };
+  herd::detail::remote_nodes_report out;
+  std::vector<row> rows;
+  {
+    std::lock_guard g(state().mu);
+    if (!state().running) return out;
+    out.this_node = state().me.name;
+    for (auto& [n, e] : state().conns) rows.push_back({n, e.up, e.counters});
+  }
+  const int64_t now = clk::now().time_since_epoch().count();
+  for (auto& r : rows) {
+    herd::detail::remote_node_stats s;
+    s.node = r.node;
+    s.up = r.up;
+    if (r.c) {
+      s.bytes_in = r.c->bytes_in.load(std::memory_order_relaxed);
+      s.bytes_out = r.c->bytes_out.load(std::memory_order_relaxed);
+      s.messages_in = r.c->messages_in.load(std::memory_order_relaxed);
+      s.messages_out = r.c->messages_out.load(std::memory_order_relaxed);
+      s.queued_bytes = r.c->queued_bytes.load(std::memory_order_relaxed);
+      s.queued_frames = r.c->queued_frames.load(std::memory_order_relaxed);
+      auto age = duration_cast<milliseconds>(clk::duration(std::max<int64_t>(0, now - r.c->last_received_ns.load(std::memory_order_relaxed))));
+      s.last_received_ms = age.count();
+      s.ticks_missed = uint64_t(age / r.c->tick_interval);
+    }
+    out.nodes.push_back(std::move(s));
+  }
+  return out;
+}
 
 void run_connection(net::tcp_socket& s, const peer_info& peer) {
   down_guard guard{peer.name};

@@ -17,6 +17,7 @@
 #include "cookie.hpp"
 #include "epmd.hpp"
 #include "gen_adapt.hpp"
+#include "pg_scope.hpp"
 #include "remote_pids.hpp"
 #include "state.hpp"
 
@@ -247,6 +248,8 @@ result<std::string> start(const dist_options& o) {
     state().running = true;
   }
   install_remote_hooks();
+  herd::detail::set_remote_nodes_source(&nodes_report);
+  start_pg_sync();
   return *name;
 }
 
@@ -260,6 +263,7 @@ void stop() {
     for (auto& [n, e] : state().conns) conns.push_back(e.proc);
   }
   if (!k) return;
+  stop_pg_sync();  // while the connections last, so peers hear of it in order
   (void)net::stop_listener(listener_name);
   std::vector<herd::monitor_ref> refs;
   for (herd::pid c : conns) refs.push_back(herd::monitor(c));
@@ -357,6 +361,14 @@ void monitor_node(std::string_view node, bool on) {
     }
   }
   herd::send(me, nodedown{std::string(node)});  // no connection: down at once, as Erlang
+}
+
+void monitor_nodes(bool on) {
+  herd::detail::require_process("herd::dist::monitor_nodes");
+  std::lock_guard g(state().mu);
+  auto& ws = state().all_node_monitors;
+  if (on) ws.push_back(herd::self());
+  else if (auto it = std::find(ws.begin(), ws.end(), herd::self()); it != ws.end()) ws.erase(it);
 }
 
 bool send(herd::pid to, std::string etf_bytes) {

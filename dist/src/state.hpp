@@ -2,9 +2,11 @@
 // are connected (or connecting) to. A std::mutex guards it; it is never held
 // across a blocking point (only map updates and sends happen under it).
 #pragma once
+#include <herd/actors/detail/remote_nodes.hpp>
 #include <herd/dist/node.hpp>
 #include <herd/net/tcp.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -33,12 +35,22 @@ struct connect_result {
   errc code = errc::connect;  // when !ok: what went wrong, as the handshake said
 };
 
+// A connection's traffic, kept by its process (relaxed: each counter is
+// read on its own, by the observer) and read under no lock.
+struct conn_counters {
+  std::atomic<uint64_t> bytes_in{0}, bytes_out{0}, messages_in{0}, messages_out{0};
+  std::atomic<uint64_t> queued_bytes{0}, queued_frames{0};
+  std::atomic<int64_t> last_received_ns{0};  // steady clock
+  std::chrono::milliseconds tick_interval{15000};
+};
+
 struct conn_entry {
   herd::pid proc;        // the process that owns the connection
   bool up = false;       // the handshake is done
   bool initiator = false;
   uint64_t peer_flags = 0;
   std::vector<herd::pid> waiters;  // connect() callers
+  std::shared_ptr<conn_counters> counters{};  // set by the process once up
 };
 
 struct dist_state {
@@ -50,9 +62,14 @@ struct dist_state {
   herd::pid keeper;      // owns the epmd registration
   std::map<std::string, conn_entry, std::less<>> conns;
   std::multimap<std::string, herd::pid, std::less<>> node_monitors;
+  std::vector<herd::pid> all_node_monitors;  // monitor_nodes(true), once per call
+  herd::pid pg_sync;  // keeps pg scopes in step with other nodes (pg_scope.cpp)
 };
 
 dist_state& state();
+
+// Any thread: the observer's `nodes` report (installed by start()).
+herd::detail::remote_nodes_report nodes_report();
 
 // From a process: the connection process for `node`, starting one (the
 // initiator) when there is none. no_pid when not running or the name is bad.

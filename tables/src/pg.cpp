@@ -16,11 +16,13 @@
 // own that is never held together with a scope's. The watcher is
 // idempotent: it removes what the index still lists.
 //
-// Across nodes (the distribution issue): a scope will become a process that
-// exchanges this node's joins and leaves with the same-named scope on every
-// connected node, as OTP's pg does (sync on connect, join/leave messages,
-// remote members dropped on nodedown); the local state here stays the
-// source of truth for local members, and get_members merges the remote ones.
+// Across nodes: while distribution runs, a process per scope (dist/src/
+// pg_scope.cpp) exchanges this node's joins and leaves with the same-named
+// scope on every connected node, as OTP's pg does. It learns of local
+// changes as a scope monitor, and puts other nodes' members into the same
+// lists (detail::join_remote / leave_remote), so get_members costs the same
+// whether a group spans nodes or not; the hook below is called only when a
+// scope is made.
 #include <herd/actors/detail/exit_watch.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/runtime/thread_safety.hpp>
@@ -46,6 +48,7 @@ struct group {
   absl::flat_hash_map<pid, absl::InlinedVector<uint32_t, 1>> at;  // pid -> its indices in list
   std::shared_ptr<const std::vector<pid>> snapshot;       // null: rebuild on read
   std::vector<watcher> watchers;
+  uint32_t remote = 0;  // entries of other nodes' processes (distribution)
 };
 
 struct scope {
@@ -61,6 +64,8 @@ struct registry {
   std::unordered_multimap<pid, std::pair<scope*, std::string>> joined HERD_GUARDED_BY(m);
   // pid -> (scope, monitor) for each monitor it holds
   std::unordered_multimap<pid, std::pair<scope*, monitor_ref>> watching HERD_GUARDED_BY(m);
+  // Distribution's: told of each scope made after it was set.
+  detail::scope_hook on_new_scope HERD_GUARDED_BY(m) = nullptr;
 };
 
 registry& reg() {
@@ -70,10 +75,19 @@ registry& reg() {
 
 scope& scope_named(std::string_view name) {
   registry& r = reg();
-  rt::lock_guard g(r.m);
-  auto it = r.scopes.find(name);
-  if (it == r.scopes.end()) it = r.scopes.emplace(std::string(name), std::make_unique<scope>()).first;
-  return *it->second;  // scopes are never removed: the reference stays good
+  detail::scope_hook told = nullptr;
+  scope* s = nullptr;
+  {
+    rt::lock_guard g(r.m);
+    auto it = r.scopes.find(name);
+    if (it == r.scopes.end()) {
+      it = r.scopes.emplace(std::string(name), std::make_unique<scope>()).first;
+      told = r.on_new_scope;  // only a new scope pays for the hook
+    }
+    s = it->second.get();  // scopes are never removed: the reference stays good
+  }
+  if (told) told(name);
+  return *s;
 }
 
 struct outgoing {
@@ -223,7 +237,8 @@ tables::result<> leave(std::string_view scope_name, std::string_view group_name,
     rt::lock_guard g(s.m);
     auto it = s.groups.find(group_name);
     for (pid p : pids) {
-      if (it != s.groups.end() && take_one(it->second, p))
+      // another node's member leaves when its node says so, not here
+      if (it != s.groups.end() && !p.is_remote() && take_one(it->second, p))
         gone.push_back(p);
       else
         all = false;
@@ -258,6 +273,22 @@ members get_members(std::string_view scope_name, std::string_view group_name) {
   group& gr = it->second;
   if (!gr.snapshot) gr.snapshot = std::make_shared<const std::vector<pid>>(gr.list);
   return members(gr.snapshot);
+}
+
+members get_local_members(std::string_view scope_name, std::string_view group_name) {
+  {
+    scope& s = scope_named(scope_name);
+    rt::lock_guard g(s.m);
+    auto it = s.groups.find(group_name);
+    if (it == s.groups.end()) return {};
+    if (it->second.remote != 0) {
+      auto local = std::make_shared<std::vector<pid>>();
+      for (pid p : it->second.list)
+        if (!p.is_remote()) local->push_back(p);
+      return members(std::move(local));
+    }
+  }
+  return get_members(scope_name, group_name);
 }
 
 std::size_t detail::group_count(std::string_view scope_name) {
@@ -324,6 +355,57 @@ group_monitor monitor(std::string_view scope_name, std::string_view group_name) 
   gm.members = it->second.list;
   return gm;
 }
+
+namespace detail {
+
+std::vector<std::string> set_scope_hook(scope_hook h) {
+  registry& r = reg();
+  rt::lock_guard g(r.m);
+  r.on_new_scope = h;
+  std::vector<std::string> names;
+  for (auto& [name, s] : r.scopes) names.push_back(name);
+  return names;
+}
+
+// Other nodes' members are not indexed for the exit watcher (they are not
+// processes of this node): distribution removes them when their node or
+// scope says so, or when the connection goes.
+void join_remote(std::string_view scope_name, std::string_view group_name, std::span<const pid> pids) {
+  if (pids.empty()) return;
+  scope& s = scope_named(scope_name);
+  std::vector<outgoing> out;
+  {
+    rt::lock_guard g(s.m);
+    auto it = s.groups.find(group_name);
+    if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
+    group& gr = it->second;
+    for (pid p : pids) add_one(gr, p);
+    gr.remote += static_cast<uint32_t>(pids.size());
+    gr.snapshot.reset();
+    notify(s, gr, event::join, group_name, {pids.begin(), pids.end()}, out);
+  }
+  deliver(out);
+}
+
+void leave_remote(std::string_view scope_name, std::string_view group_name, std::span<const pid> pids) {
+  scope& s = scope_named(scope_name);
+  std::vector<pid> gone;
+  std::vector<outgoing> out;
+  {
+    rt::lock_guard g(s.m);
+    auto it = s.groups.find(group_name);
+    if (it == s.groups.end()) return;
+    for (pid p : pids)
+      if (take_one(it->second, p)) gone.push_back(p);
+    if (gone.empty()) return;
+    it->second.remote -= static_cast<uint32_t>(gone.size());
+    notify(s, it->second, event::leave, group_name, gone, out);
+    prune(s, it);
+  }
+  deliver(out);
+}
+
+}  // namespace detail
 
 bool demonitor(std::string_view scope_name, monitor_ref ref) {
   scope& s = scope_named(scope_name);

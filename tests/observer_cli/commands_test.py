@@ -159,6 +159,26 @@ def tree_listeners_modules(cli):
         expect(j["tables"][1]["heir"] == "<9.0>", "tables --json", j)
 
 
+def nodes_view(cli):
+    with FakeNode() as node:
+        r = run_cli(cli, "--socket", node.socket, "nodes")
+        expect_ok(r, "nodes")
+        lines = r.stdout.splitlines()
+        expect(lines[0] == "this node: gw@vm", "nodes: this node first", r.stdout)
+        expect(rows("\n".join(lines[1:]))[0] == ["NODE", "STATE", "IN", "OUT", "MSGS IN", "MSGS OUT", "QUEUED",
+                                                 "LAST HEARD", "TICKS MISSED"], "nodes header", r.stdout)
+        expect(row_of(r.stdout, "beam@vm") ==
+               ["beam@vm", "up", "47 KiB", "3.0 MiB", "412", "20031", "2.0 KiB / 7 msgs", "812 ms ago", "0"],
+               "beam@vm row", r.stdout)
+        expect(row_of(r.stdout, "gw2@vm")[1] == "connecting" and "-" in row_of(r.stdout, "gw2@vm"),
+               "a connection in its handshake", r.stdout)
+        j = one_json_line(run_cli(cli, "--socket", node.socket, "nodes", "gw2@vm", "--json"), "nodes NODE --json")
+        expect(len(j["nodes"]) == 1 and j["nodes"][0]["up"] is False, "nodes NODE --json", j)
+        expect(node.requests()[-1]["node"] == "gw2@vm", "nodes NODE sends the node", node.requests()[-1])
+        r = run_cli(cli, "--socket", node.socket, "nodes", "nobody@x")
+        expect(r.returncode == 1 and "not_found" in r.stderr, "an unknown node: exit 1", r.stderr)
+
+
 def kill_load_set_max(cli):
     with FakeNode() as node:
         r = run_cli(cli, "--socket", node.socket, "kill", "8.1")
@@ -222,4 +242,4 @@ def trace_streams_until_done(cli):
 
 if __name__ == "__main__":
     run_checks([overview_table_and_json, processes_sorted_limited_filtered, process_detail, tree_listeners_modules,
-                kill_load_set_max, trace_streams_until_done], sys.argv[1])
+                kill_load_set_max, trace_streams_until_done, nodes_view], sys.argv[1])

@@ -197,6 +197,18 @@ class Node:
             {"id": 4, "name": None, "type": "bag", "protection": "private", "owner": "<8.0>", "heir": "<9.0>",
              "size": 0, "memory": 320, "key_type": "int", "value_type": "\x1b[31mred"}]}
 
+    def nodes(self, req):
+        rows = [{"name": "beam@vm", "up": True, "bytes_in": 48211, "bytes_out": 3 * 1048576, "messages_in": 412,
+                 "messages_out": 20031, "queued_bytes": 2048, "queued_frames": 7, "last_received_ms": 812,
+                 "ticks_missed": 0},
+                {"name": "gw2@vm", "up": False, "bytes_in": 0, "bytes_out": 0, "messages_in": 0, "messages_out": 0,
+                 "queued_bytes": 0, "queued_frames": 0, "last_received_ms": None, "ticks_missed": 0}]
+        if "node" in req:
+            rows = [r for r in rows if r["name"] == req["node"]]
+            if not rows:
+                raise Refusal("not_found", "not connected to node \"%s\"" % req["node"])
+        return {"node": "gw@vm", "nodes": rows}
+
     def modules(self, req):
         return {"modules": [
             {"name": "hot_swap_handler",
@@ -319,6 +331,7 @@ def serve_client(conn, node, mode, log):
                 continue
             handler = {"overview": node.overview, "processes": node.processes, "process": node.process,
                        "tree": node.tree, "listeners": node.listeners_, "modules": node.modules, "tables": node.tables,
+                       "nodes": node.nodes,
                        "kill": node.kill, "load": node.load,
                        "set_max_connections": node.set_max_connections}.get(req.get("req"))
             try:

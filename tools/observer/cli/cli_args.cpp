@@ -91,6 +91,7 @@ const char* usage_text() {
          "  listeners                     TCP listeners and their connections\n"
          "  modules                       hot-loaded modules and their versions\n"
          "  tables                        ETS-like tables: type, owner, size, memory, protection\n"
+         "  nodes [NODE]                  connected nodes (distribution): traffic, queue, last heard\n"
          "  kill PID [REASON]             exit a process (default reason: kill)\n"
          "  load PATH [--purge soft|kill] load a module file (kill: kill the processes still on the\n"
          "                                version before the current one instead of refusing)\n"
@@ -134,6 +135,12 @@ invocation parse_args(int argc, char** argv) {
         throw usage_error("--status: '" + s->second +
                           "' is not one of running, runnable, waiting, hibernated, exiting");
       req["status"] = s->second;
+    }
+  } else if (cmd == "nodes") {
+    expect_positionals(cmd, args, 0, 1, "an optional NODE");
+    if (args.size() == 1) {
+      if (args[0].empty()) throw usage_error("nodes: the node name is empty");
+      req["node"] = args[0];
     }
   } else if (cmd == "process") {
     expect_positionals(cmd, args, 1, 1, "one PID");

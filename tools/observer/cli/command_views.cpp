@@ -202,6 +202,30 @@ std::string render_tables(const json& r) {
   return t.render();
 }
 
+std::string render_nodes(const json& r) {
+  const json& self = r.at("node");
+  std::string head = self.is_null() ? "distribution is not running\n" : "this node: " + text_or_dash(self) + "\n";
+  const json& list = r.at("nodes");
+  if (list.empty()) return head + (self.is_null() ? "" : "no connected nodes\n");
+  text_table t({{"NODE"},
+                {"STATE"},
+                {"IN", align::right},
+                {"OUT", align::right},
+                {"MSGS IN", align::right},
+                {"MSGS OUT", align::right},
+                {"QUEUED", align::right},
+                {"LAST HEARD", align::right},
+                {"TICKS MISSED", align::right}});
+  for (const auto& n : list) {
+    const json& last = n.at("last_received_ms");
+    t.add_row({str(n, "name"), n.at("up").get<bool>() ? "up" : "connecting", human_bytes(num(n, "bytes_in")),
+               human_bytes(num(n, "bytes_out")), integer(n, "messages_in"), integer(n, "messages_out"),
+               human_bytes(num(n, "queued_bytes")) + " / " + integer(n, "queued_frames") + " msgs",
+               last.is_null() ? "-" : human_duration_ms(last.get<double>()) + " ago", integer(n, "ticks_missed")});
+  }
+  return head + t.render();
+}
+
 std::string render_modules(const json& r) {
   const json& list = r.at("modules");
   if (list.empty()) return "no modules loaded\n";
@@ -280,6 +304,7 @@ std::string render_result(const std::string& command, const json& r) {
   if (command == "listeners") return render_listeners(r);
   if (command == "modules") return render_modules(r);
   if (command == "tables") return render_tables(r);
+  if (command == "nodes") return render_nodes(r);
   if (command == "kill") return render_kill(r);
   if (command == "load") return "loaded " + str(r, "name") + " " + str(r, "version") + "\n";
   if (command == "set_max_connections") {

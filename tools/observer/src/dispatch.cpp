@@ -34,6 +34,7 @@ json answer(const request& r, dispatch_env& env) {
   if (n == "tree") return tree_view();
   if (n == "listeners") return listeners_view();
   if (n == "tables") return tables_view();
+  if (n == "nodes") return nodes_view(f);
   if (n == "modules") return modules_view();
   if (n == "kill") return kill_view(f);
   if (n == "load") return load_view(f);

@@ -6,6 +6,7 @@
 //   kill.cpp      kill (and the wait for the exit)
 //   tree.cpp      tree
 //   node_views.cpp listeners, set_max_connections, modules, load
+//   nodes_view.cpp nodes (the distribution's connections)
 #pragma once
 #include "protocol.hpp"
 #include "sampler.hpp"
@@ -31,5 +32,6 @@ json tables_view();
 json set_max_connections_view(const json& f);
 json modules_view();
 json load_view(const json& f);
+json nodes_view(const json& f);
 
 }  // namespace herd::observer

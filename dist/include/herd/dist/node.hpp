@@ -106,8 +106,12 @@ struct name_at {
   std::string node;
 };
 
-// Sent to monitor_node holders.
+// Sent to monitor_node and monitor_nodes holders.
 struct nodedown {
+  std::string node;
+};
+// Sent to monitor_nodes holders when a connection to a node is up.
+struct nodeup {
   std::string node;
 };
 
@@ -132,6 +136,11 @@ bool ping(std::string_view node, std::chrono::milliseconds timeout = std::chrono
 // `node` goes down (at once if there is none: connect first); `false`
 // removes one such request. Connection-up is not waited for.
 void monitor_node(std::string_view node, bool on);
+// From a process: net_kernel:monitor_nodes — the caller gets nodeup{node}
+// for every connection that comes up and nodedown{node} for every one that
+// goes after it was up, until monitor_nodes(false) (once per true; a holder
+// that ends without it stays listed, and its messages are dropped).
+void monitor_nodes(bool on);
 
 // Any thread. To a remote pid: queued on the connection to its node
 // (connecting on first use from a process). To a local pid: delivered as an

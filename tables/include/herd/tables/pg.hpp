@@ -11,7 +11,10 @@
 // leaves every group at once; any process may join or leave other local
 // processes. Unlike OTP a scope is not a process to start: it exists from
 // its first use (the default is "pg"). Every call but the monitors works
-// from any thread.
+// from any thread. While herd::dist runs, a scope is shared with the
+// same-named scope of every connected node (BEAM's pg or herd's): other
+// nodes' members are listed too (docs/distribution.md, "Process groups
+// across nodes").
 //
 // get_members returns a snapshot shared by every reader until the group
 // next changes: reading a group of 100,000 copies nothing per call, and the
@@ -85,10 +88,9 @@ inline tables::result<> leave(std::string_view group, pid p) { return leave(defa
 
 members get_members(std::string_view scope, std::string_view group);
 inline members get_members(std::string_view group) { return get_members(default_scope, group); }
-// One node today: the same as get_members.
-inline members get_local_members(std::string_view scope, std::string_view group) {
-  return get_members(scope, group);
-}
+// This node's members only (get_members lists other nodes' too while
+// distribution runs; without them this is get_members).
+members get_local_members(std::string_view scope, std::string_view group);
 inline members get_local_members(std::string_view group) { return get_members(default_scope, group); }
 
 std::vector<std::string> which_groups(std::string_view scope = default_scope);
@@ -107,6 +109,17 @@ namespace detail {
 // Groups the scope holds, members or monitors (an empty group goes): for
 // tests and the observer.
 std::size_t group_count(std::string_view scope);
+
+// Distribution's seam (herd::dist keeps scopes in step across nodes).
+// The hook is called (on the thread that made it, no lock held) for each
+// scope made after it is set; returns the scopes that exist already.
+using scope_hook = void (*)(std::string_view scope);
+std::vector<std::string> set_scope_hook(scope_hook h);
+// Other nodes' members, added and removed as their scope process says:
+// listed by get_members and announced to monitors like local ones, but
+// not watched for exit here.
+void join_remote(std::string_view scope, std::string_view group, std::span<const pid> pids);
+void leave_remote(std::string_view scope, std::string_view group, std::span<const pid> pids);
 }  // namespace detail
 
 // Sends a copy of msg to each member (once per join); how many were sent.
