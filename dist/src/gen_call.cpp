@@ -1,13 +1,12 @@
 // herd calling a gen_server on another node (gen.hpp): '$gen_call' with a
 // fresh reference as Tag, the reply found by its first bytes from a receive
-// mark, the node's connection watched for nodedown meanwhile.
-//
-// Seam for remote monitors: a call should also monitor the server (as OTP's
-// gen:do_call does) so that a server that dies or a name not registered
-// fails the call at once (exited / noproc) instead of timing out. When herd
-// processes can monitor remote ones, `watch` below becomes that monitor and
-// its DOWN maps to noproc / exited / nodedown (noconnection).
+// mark. As OTP's gen:do_call, the caller monitors the server (by pid, or by
+// {name, node}) for the length of the call: the monitor request goes out on
+// the node's connection before the call, so a name not registered there is
+// noproc at once, a server that dies mid-call is `exited` with its reason,
+// and a connection that ends is nodedown (the monitor's noconnection).
 #include <herd/actors/call.hpp>
+#include <herd/actors/links.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/registry.hpp>
@@ -63,30 +62,6 @@ herd::term fresh_ref(const std::string& node, uint32_t creation) {
   return herd::term::reference(r);
 }
 
-// A node's connection watched for the length of a call: nodedown{node}
-// comes if it ends. Returns false (and sends nothing) if there is none.
-bool watch(const std::string& node, herd::pid me) {
-  auto& st = detail::state();
-  std::lock_guard g(st.mu);
-  auto it = st.conns.find(node);
-  if (it == st.conns.end() || !it->second.up) return false;
-  st.node_monitors.emplace(node, me);
-  return true;
-}
-
-// True when the watch was still there (so no nodedown is on its way).
-bool unwatch(const std::string& node, herd::pid me) {
-  auto& st = detail::state();
-  std::lock_guard g(st.mu);
-  auto [b, e] = st.node_monitors.equal_range(node);
-  for (auto it = b; it != e; ++it)
-    if (it->second == me) {
-      st.node_monitors.erase(it);
-      return true;
-    }
-  return false;
-}
-
 call_result<herd::term> call_local(herd::pid to, const herd::term& req, milliseconds timeout) {
   try {
     return herd::call<herd::term>(to, req, timeout);
@@ -121,7 +96,6 @@ call_result<herd::term> call_remote(const target& t, const herd::term& req, mill
   }
   auto deadline = steady_clock::now() + timeout;
   if (auto c = connect(node, timeout); !c) return call_failure{call_errc::nodedown, c.error().message()};
-  herd::pid me = herd::self();
   auto from = self_term();
   if (!from) return call_failure{call_errc::not_started};
   herd::term ref = fresh_ref(me_node, creation);
@@ -136,11 +110,10 @@ call_result<herd::term> call_remote(const target& t, const herd::term& req, mill
   // (the encoding is canonical: BEAM echoes it byte for byte).
   std::string prefix = "\x83\x68\x02";
   herd::encode_term(ref, prefix);
-  if (!watch(node, me)) return call_failure{call_errc::nodedown, "no connection to " + node};
+  herd::monitor_ref mon = t.pid.valid() ? herd::monitor(t.pid) : herd::monitor(t.name, node);
   herd::receive_mark mark = herd::mark_mailbox();
   bool sent = t.pid.valid() ? send(t.pid, std::move(payload)) : send(t.name, t.node, std::move(payload));
   std::optional<call_result<herd::term>> out;
-  bool nodedown_taken = false;
   if (!sent) out = call_failure{call_errc::nodedown, "cannot send to " + node};
   auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
   if (!out)
@@ -154,16 +127,23 @@ call_result<herd::term> call_remote(const target& t, const herd::term& req, mill
                      if (!r || !r->is_tuple() || r->size() != 2) out = call_failure{call_errc::bad_reply, "undecodable reply"};
                      else out = (*r)[1];
                    }),
-        herd::when([&](const nodedown& d) { return d.node == node; },
-                   [&](const nodedown&) {
-                     nodedown_taken = true;
-                     out = call_failure{call_errc::nodedown, node + " went down during the call"}; }),
+        herd::when([&](const herd::down& d) { return d.ref == mon; },
+                   [&](const herd::down& d) {
+                     switch (d.reason.kind()) {
+                       case herd::exit_kind::noproc:
+                         out = call_failure{call_errc::noproc, t.pid.valid() ? t.pid.to_string() + " on " + node + " is not alive"
+                                                                             : std::string(t.name) + " is not registered on " + node};
+                         break;
+                       case herd::exit_kind::noconnection:
+                         out = call_failure{call_errc::nodedown, node + " went down during the call"};
+                         break;
+                       default: out = call_failure{call_errc::exited, d.reason.to_string()};
+                     }
+                   }),
         herd::after(std::max(left, milliseconds(0)), [&] {
           out = call_failure{call_errc::timeout, "no reply within " + std::to_string(timeout.count()) + " ms"};
         }));
-  if (!unwatch(node, me) && !nodedown_taken)
-    // The connection ended and its nodedown is in (or on its way to) the mailbox: take it.
-    herd::receive(herd::when([&](const nodedown& d) { return d.node == node; }, [](const nodedown&) {}));
+  herd::demonitor(mon);  // a DOWN after the reply (or the timeout) is dropped
   return std::move(*out);
 }
 

@@ -44,7 +44,8 @@ struct tester : herd::server<tester> {
 
 // A BEAM node running `loop`: a registered process `srv` that answers
 // '$gen_call' with gen:reply (OTP's reply path): ping -> pong, count -> the
-// casts it had, silent -> no answer (it prints "silent" first).
+// casts it had, silent -> no answer (it prints "silent" first), die -> it
+// exits with reason `died`.
 std::vector<std::string> beam_server(const std::string& sname) {
   return herd::test::erl_args(
       sname, cookie,
@@ -53,6 +54,7 @@ std::vector<std::string> beam_server(const std::string& sname) {
       "    {'$gen_call', From, ping} -> gen:reply(From, pong), L(C);"
       "    {'$gen_call', From, count} -> gen:reply(From, C), L(C);"
       "    {'$gen_call', _From, silent} -> io:format(\"silent~n\"), L(C);"
+      "    {'$gen_call', _From, die} -> exit(died);"
       "    {'$gen_call', From, T} -> gen:reply(From, {echoed, T}), L(C);"
       "    {'$gen_cast', _} -> L(C + 1) "
       "  end "
@@ -164,6 +166,38 @@ TEST_CASE("a herd call fails with nodedown when the BEAM node is killed during i
   REQUIRE(r);
   REQUIRE(!*r);
   CHECK(r->error().code == herd::dist::call_errc::nodedown);
+}
+
+TEST_CASE("a herd call monitors the BEAM server - a name not registered is noproc at once, a server that dies mid-call is exited") {
+  if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  std::string err, out;
+  std::optional<herd::dist::call_result<herd::term>> missing, died, after;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts());
+    if (!me) return void(err = me.error().message());
+    std::string b = herd::test::unique_sname("beam");
+    peer_process erl(beam_server(b));
+    if (!erl.wait_for("ready")) return void(err = "erl did not start: " + erl.output());
+    std::string node = beam_node(b);
+    // Long timeouts: without the monitor these would end as timeouts, not noproc / exited.
+    missing = herd::dist::call("nobody_here", node, herd::atom("ping"), 120s);
+    died = herd::dist::call("srv", node, herd::atom("die"), 120s);
+    after = herd::dist::call("srv", node, herd::atom("ping"), 120s);  // srv is gone now
+    out = erl.output();
+    herd::dist::stop();
+  });
+  INFO(err << "\nBEAM: " << out);
+  CHECK(err.empty());
+  REQUIRE(missing);
+  REQUIRE(!*missing);
+  CHECK(missing->error().code == herd::dist::call_errc::noproc);
+  REQUIRE(died);
+  REQUIRE(!*died);
+  CHECK(died->error().code == herd::dist::call_errc::exited);
+  CHECK(died->error().message().find("died") != std::string::npos);
+  REQUIRE(after);
+  REQUIRE(!*after);
+  CHECK(after->error().code == herd::dist::call_errc::noproc);
 }
 
 TEST_CASE("a herd node calls and casts another herd node's exported server (dist_echo)") {

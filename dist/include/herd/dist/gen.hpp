@@ -50,8 +50,8 @@ enum class call_errc : uint8_t {
   nodedown,     // the connection to the server's node is (or went) down
   not_started,  // distribution is not running, or the pid is not remote
   bad_request,  // the request cannot be encoded (a term too deep to encode)
-  noproc,       // a server on this node: none registered under the name / dead
-  exited,       // a server on this node exited during the call
+  noproc,       // no process registered under the name there, or the pid is dead
+  exited,       // the server exited during the call (the detail gives its reason)
   bad_reply,    // a reply with the call's tag that does not decode
 };
 
@@ -64,9 +64,10 @@ struct call_failure {
 template <class T>
 using call_result = herd::result<T, call_failure>;
 
-// From a process: gen_server:call(To, Request, Timeout). Sends
-// {'$gen_call', {self(), Ref}, Request} and waits (selectively, from a
-// receive mark) for {Ref, Reply}. A late reply after a timeout stays in the
+// From a process: gen_server:call(To, Request, Timeout). Monitors the
+// server (as gen:do_call does), sends {'$gen_call', {self(), Ref}, Request}
+// and waits (selectively, from a receive mark) for {Ref, Reply} or the
+// monitor's DOWN. A late reply after a timeout stays in the
 // mailbox as an etf_message, as in OTP before aliases.
 call_result<herd::term> call(herd::pid to, const herd::term& request,
                              std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
