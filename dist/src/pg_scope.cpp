@@ -22,9 +22,9 @@
 // term is listed here under its text (the atom's name, the string) or its
 // printed form ({chat,42}); herd's own joins always go out as binaries.
 //
-// A peer's scope process ending while its node stays up is noticed only
-// when the node goes (no remote monitors from herd yet); the seam is
-// drop_peer(), which a DOWN for the peer's monitor would call.
+// Each peer scope is monitored (as pg does): its DOWN — the scope process
+// ending while its node stays up, or noconnection — drops its members; a
+// nodedown does the same for every peer on that node at once.
 #include <herd/actors/links.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
@@ -130,6 +130,7 @@ class scope_sync {
                     [&](herd::dist::etf_message& m) { from_peer(m); },
                     [&](const herd::dist::nodeup& u) { herd::dist::send(name_, u.node, hello); },
                     [&](const herd::dist::nodedown& d) { node_down(d.node); },
+                    [&](const herd::down& d) { peer_down(d.ref); },
                     [&](const pg_stop&) { more = false; });
   }
 
@@ -207,7 +208,7 @@ class scope_sync {
     herd::term sync = herd::term::tuple({herd::atom("sync"), me_, herd::term::list(std::move(groups))});
     herd::dist::send(peer, herd::term_to_binary(herd::term::tuple({herd::atom("$gen_cast"), sync})));
     if (peers_.count(peer)) return;
-    peers_.emplace(peer, peer_state{std::move(node), {}});
+    peers_.emplace(peer, peer_state{std::move(node), {}, herd::monitor(peer)});
     herd::dist::send(peer, herd::term_to_binary(herd::term::tuple({herd::atom("discover"), me_})));
   }
 
@@ -216,7 +217,8 @@ class scope_sync {
     if (!groups.is_proper_list()) return;
     herd::pid peer = from_term(peer_term);
     auto it = peers_.find(peer);
-    if (it == peers_.end()) it = peers_.emplace(peer, peer_state{std::string(peer_term.as_pid().node.text()), {}}).first;
+    if (it == peers_.end())
+      it = peers_.emplace(peer, peer_state{std::string(peer_term.as_pid().node.text()), {}, herd::monitor(peer)}).first;
     group_map now;
     for (const herd::term& g : groups.elements())
       if (g.is_tuple() && g.size() == 2) {
@@ -245,10 +247,18 @@ class scope_sync {
     }
   }
 
-  // The peer is gone: its members leave. (The seam for a remote monitor's
-  // DOWN on the peer's scope process.)
+  void peer_down(herd::monitor_ref ref) {
+    for (auto it = peers_.begin(); it != peers_.end(); ++it)
+      if (it->second.mon == ref) {
+        drop_peer(it);
+        return;
+      }
+  }
+
+  // The peer is gone: its members leave.
   template <class It>
   It drop_peer(It it) {
+    herd::demonitor(it->second.mon);
     for (auto& [group, pids] : it->second.groups) herd::pg::detail::leave_remote(name_, group, pids);
     return peers_.erase(it);
   }
@@ -266,6 +276,7 @@ class scope_sync {
   struct peer_state {
     std::string node;
     group_map groups;  // its members, one entry per join
+    herd::monitor_ref mon;  // on the peer's scope process
   };
 
   std::string name_;

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "peers.hpp"
 #include "support/node_fixture.hpp"
 #include "support/skip.hpp"
@@ -125,6 +127,38 @@ TEST_CASE("a killed BEAM node's pg members leave the herd scope, which existed b
   CHECK(seen);
   CHECK(gone);
   CHECK(told);
+}
+
+TEST_CASE("when a BEAM pg scope process dies and its node stays up, its members leave the herd scope") {
+  if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  const std::string scope = "herd_pg_crash";
+  std::string err, out;
+  bool seen = false, gone = false, still_connected = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts());
+    if (!me) return void(err = me.error().message());
+    (void)herd::pg::get_members(scope, "orphaned");
+    std::string b = herd::test::unique_sname("beampg");
+    std::string beam_node = b + "@" + herd::test::short_host();
+    peer_process erl(herd::test::erl_args(b, cookie,
+        "{ok, _} = pg:start(herd_pg_crash), register(ctl, self()), P = spawn(fun() -> receive stop -> ok end end), "
+        "ok = pg:join(herd_pg_crash, <<\"orphaned\">>, P), true = net_kernel:connect_node('" + *me + "'), "
+        "receive crash -> exit(whereis(herd_pg_crash), kill), io:format(\"killed~n\") after 120000 -> ok end, "
+        "receive stop -> ok after 120000 -> ok end, halt()."));
+    seen = herd::test::eventually([&] { return one_remote(scope, "orphaned"); }, 60s);
+    herd::dist::send("ctl", beam_node, etf_atom("crash"));
+    if (!erl.wait_for("killed")) err = "the scope was not killed";
+    gone = herd::test::eventually([&] { return herd::pg::get_members(scope, "orphaned").empty(); }, 60s);
+    auto up = herd::dist::nodes();
+    still_connected = std::find(up.begin(), up.end(), beam_node) != up.end();
+    out = erl.output();
+    herd::dist::stop();
+  });
+  INFO(err << out);
+  CHECK(err.empty());
+  CHECK(seen);
+  CHECK(gone);
+  CHECK(still_connected);  // it was the monitor, not a nodedown
 }
 
 TEST_CASE("two herd nodes share a pg group both ways, with no BEAM node but epmd") {
