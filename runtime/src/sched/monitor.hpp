@@ -3,8 +3,10 @@
 // samples each worker's switch count; a worker still inside the same fiber as
 // at the previous sample is "stuck" — thieves may then take its run-next
 // fiber — and a slice of long_schedule_ms or more is recorded for the
-// observer. When every worker is parked the monitor sleeps too (no tick on an
-// idle node); the first worker to wake wakes it.
+// observer. When every worker has stayed parked for a second with nothing
+// run, the monitor sleeps until woken (no tick on an idle node), and the
+// first worker to wake wakes it; a node that is only briefly idle between
+// requests is not woken per request (note_parking).
 //
 // This keeps timestamps off the scheduler's path: a worker only stores which
 // fiber it runs (relaxed) and counts switches.
@@ -39,6 +41,7 @@ class monitor {
   std::condition_variable cv_;
   bool stop_ HERD_GUARDED_BY(m_) = false;
   std::atomic<int> parked_{0};
+  std::atomic<bool> deep_{false};  // the monitor sleeps until a worker wakes
 };
 
 }  // namespace herd::rt

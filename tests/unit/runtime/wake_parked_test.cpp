@@ -206,3 +206,35 @@ TEST_CASE("a worker whose ring has runnable work wakes a parked worker, which st
   close(efd);
   r.stop();
 }
+
+namespace {
+std::atomic<bool> idle_spin_release{false};
+void idle_spin_body(task*) {
+  while (!idle_spin_release.load(std::memory_order_acquire)) {
+  }
+}
+}  // namespace
+
+// The monitor stops ticking once every worker has stayed parked for a second,
+// and is woken only by the first worker to wake after that (monitor.cpp). A
+// fiber that then runs without yielding must still be seen: it spins until
+// the monitor has recorded its slice (it would spin to the 20 s limit if the
+// monitor were never woken).
+TEST_CASE("after the node idles long enough for the monitor to sleep, a fiber that never yields is still recorded as a long schedule") {
+  runtime_options o;
+  o.workers = 1;
+  o.quiet = true;
+  runtime r(o);
+  r.start();
+  const std::size_t before = r.metrics().long_schedules.size();
+  // The duration under test: idle past the monitor's one second before it sleeps.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  task spinner;
+  idle_spin_release.store(false);
+  launch(spinner, &idle_spin_body, nullptr);
+  const bool seen = eventually([&] { return r.metrics().long_schedules.size() > before; });
+  idle_spin_release.store(true, std::memory_order_release);
+  CHECK(seen);
+  CHECK(eventually([&] { return spinner.done.load(std::memory_order_acquire); }));
+  r.stop();
+}
