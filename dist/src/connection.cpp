@@ -127,7 +127,13 @@ class link_loop {
     if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();
     while (why_.empty()) {
       auto now = clk::now();
-      milliseconds wait = std::max(duration_cast<milliseconds>(next_tick - now), milliseconds(0));
+      // With output waiting, do not block: a message that counts in the
+      // mailbox but delivers nothing (a socket note whose bytes were already
+      // read) would otherwise hold the batch back until the next tick — the
+      // first frame after a handshake waited 15 s at a herd acceptor so.
+      bool can_write = pending() && !want_write_;
+      milliseconds wait = can_write ? milliseconds(0) : std::max(duration_cast<milliseconds>(next_tick - now), milliseconds(0));
+      bool idle = false;
       herd::receive(
           [&](net::tcp_data& d) {
             if (d.sock != s_.id()) return;
@@ -150,9 +156,9 @@ class link_loop {
           [&](const net::tcp_writable& w) {
             if (w.sock == s_.id()) want_write_ = false;
           },
-          [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [] {}));
+          [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [&] { idle = true; }));
       if (!why_.empty()) break;
-      if (pending() && !want_write_ && (herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
+      if (pending() && !want_write_ && (idle || herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
       stats_->queued_bytes.store(out_.size() - out_off_, std::memory_order_relaxed);
       stats_->queued_frames.store(herd::mailbox_size(), std::memory_order_relaxed);
       now = clk::now();
