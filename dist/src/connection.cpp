@@ -21,6 +21,7 @@
 #include <herd/actors/process.hpp>
 #include <herd/actors/receive.hpp>
 #include <herd/actors/send.hpp>
+#include <herd/dist/term_codec.hpp>
 
 #include <algorithm>
 #include <map>
@@ -317,7 +318,11 @@ class link_loop {
   void monitor_fired(const herd::down& d) {
     auto t = mon_target_.find(d.ref);
     if (t == mon_target_.end()) return;
-    std::string reason = reason_term(int(d.reason.kind()), d.reason.type(), d.reason.what());
+    // As a link's EXIT carries it (wire_links.cpp), {shutdown, Detail}
+    // included; a process ended by `kill` is `killed` to its monitors.
+    std::string reason;
+    herd::encode_term(d.reason.kind() == herd::exit_kind::kill ? herd::term(herd::atom("killed")) : reason_to_term(d.reason),
+                      reason);
     auto [b, e] = watches_.equal_range(t->second);
     for (auto w = b; w != e; ++w) {
       out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason);

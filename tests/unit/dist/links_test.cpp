@@ -214,6 +214,16 @@ TEST_CASE("BEAM processes link to herd processes: exits both ways, exit/2 from B
     if (!erl.wait_for("beam_exit {<<\"std::runtime_error\">>,<<\"bye\">>}") ||
         !erl.wait_for("beam_down {<<\"std::runtime_error\">>,<<\"bye\">>}"))
       throw std::runtime_error("BEAM did not see the herd process fail");
+    // 1b. The same with a shutdown that carries a detail: the link's EXIT and
+    // the monitor's DOWN both say {shutdown, <<"bye">>}.
+    herd::pid leaving = herd::spawn([] {
+      herd::receive([](const herd::dist::etf_message&) { herd::exit(herd::exit_reason::shutdown("bye")); });
+    });
+    to_agent(node, term::tuple({atom("watch"), pid_term(me), pid_term(leaving)}));
+    await("watching");
+    send_term(leaving, atom("leave"));
+    if (!erl.wait_for("beam_exit {shutdown,<<\"bye\">>}") || !erl.wait_for("beam_down {shutdown,<<\"bye\">>}"))
+      throw std::runtime_error("BEAM did not see the herd process shut down with its detail");
     // 2. A BEAM process links to a herd process and exits: the herd process dies.
     auto [quiet, qref] = herd::spawn_monitor([] { herd::receive([](const herd::dist::etf_message&) {}); });
     to_agent(node, term::tuple({atom("link_exit"), pid_term(me), pid_term(quiet), atom("gone_wrong")}));
