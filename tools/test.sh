@@ -38,7 +38,7 @@ cmake -S . -B build-tsa -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=c
   -DCMAKE_BUILD_TYPE=None -DHERD_BUILD_TESTS=OFF -DHERD_BUILD_TOOLS=ON \
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta" >/dev/null
 cmake --build build-tsa -j "$jobs" --target herd_runtime herd_actors herd_supervisors herd_net \
-  herd_tables herd_observer herd-observer herd_http herd_ws
+  herd_tables herd_observer herd-observer herd_http herd_ws herd_dist
 stage_done "clang thread-safety analysis"
 
 stage "release build"

@@ -128,7 +128,7 @@ namespace {
 void route(link_request r, const std::string& node) {
   herd::pid conn;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (!state().running) return;  // r answers noconnection
     auto it = state().conns.find(node);
     if (it != state().conns.end()) conn = it->second.proc;
@@ -150,7 +150,7 @@ bool hook_monitor_name(herd::pid from, uint64_t ref, std::string_view name, std:
                        herd::pid* handle) noexcept {
   try {
     {
-      std::lock_guard g(state().mu);
+      rt::lock_guard g(state().mu);
       if (state().running && node == state().me.name) return false;
     }
     // A pid no process has (creation 0) stands for the node: the demonitor

@@ -50,7 +50,7 @@ bool mark_up(const peer_info& peer) {
   dist_state& st = state();
   std::vector<herd::pid> waiters, watchers;
   {
-    std::lock_guard g(st.mu);
+    rt::lock_guard g(st.mu);
     auto it = st.conns.find(peer.name);
     if (it == st.conns.end() || it->second.proc != herd::self()) return false;
     it->second.up = true;
@@ -69,7 +69,7 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
     dist_state& st = state();
     std::vector<herd::pid> waiters, watchers;
     {
-      std::lock_guard g(st.mu);
+      rt::lock_guard g(st.mu);
       auto it = st.conns.find(node);
       if (it == st.conns.end() || it->second.proc != herd::self()) return;
       waiters.swap(it->second.waiters);
@@ -90,7 +90,7 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
 void forward_queued(const std::string& node) {
   herd::pid winner;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end() || it->second.proc == herd::self()) return;
     winner = it->second.proc;
@@ -111,7 +111,7 @@ struct down_guard {
 class link_loop {
  public:
   link_loop(net::tcp_socket& s, const peer_info& peer) : s_(s), peer_(peer) {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     me_ = state().self;
     tick_ = state().ticktime;
     stats_->tick_interval = std::max(tick_ / 4, milliseconds(1));
@@ -354,7 +354,7 @@ class link_loop {
 };
 
 identity my_identity() {
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   return state().me;
 }
 
@@ -369,7 +369,7 @@ herd::detail::remote_nodes_report nodes_report() {
   herd::detail::remote_nodes_report out;
   std::vector<row> rows;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (!state().running) return out;
     out.this_node = state().me.name;
     for (auto& [n, e] : state().conns) rows.push_back({n, e.up, e.counters});
@@ -433,7 +433,7 @@ void accept_node(net::tcp_socket s) {
   down_guard guard{claimed};
   auto status = [&](const std::string& peer) -> std::string {
     dist_state& st = state();
-    std::lock_guard g(st.mu);
+    rt::lock_guard g(st.mu);
     if (!st.running || peer == me.name) return "not_allowed";
     claimed = peer;
     auto it = st.conns.find(peer);

@@ -48,7 +48,7 @@ bool send_remote(herd::pid to, std::string bytes) {
   bool sender = false;
   self_id me;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (!state().running) return false;
     me = state().self;
     auto it = state().conns.find(r->node);
@@ -112,7 +112,7 @@ void keeper(herd::pid starter, std::string alive, uint16_t port, bool hidden) {
       try {
         std::vector<herd::pid> conns;
         {
-          std::lock_guard g(state().mu);
+          rt::lock_guard g(state().mu);
           if (state().keeper != herd::self()) return;
           state().running = false;
           state().keeper = herd::no_pid;
@@ -164,7 +164,7 @@ result<std::string> node_name(const dist_options& o) {
 
 herd::pid connection_for(std::string_view node) {
   if (node.find('@') == std::string_view::npos || !herd::in_process()) return herd::no_pid;
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   if (!state().running || node == state().me.name) return herd::no_pid;
   auto it = state().conns.find(node);
   if (it != state().conns.end()) return it->second.proc;
@@ -212,7 +212,7 @@ result<std::string> start(const dist_options& o) {
     cookie = *c;
   }
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (state().running || state().keeper) return error{errc::already, "distribution already runs as " + state().me.name};
   }
   net::listener_options lo;
@@ -224,7 +224,7 @@ result<std::string> start(const dist_options& o) {
   {
     // Spawned under the lock, so that the keeper is known as such before it
     // can end (its exit clears the state only if it is still the keeper).
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     state().keeper = herd::spawn([me = herd::self(), alive, port = l->port, hidden = o.hidden] {
       keeper(me, alive, port, hidden);
     });
@@ -233,7 +233,7 @@ result<std::string> start(const dist_options& o) {
   herd::receive([&](published_result& r) { pub = std::move(r); });
   if (!pub.ok) {
     (void)net::stop_listener(listener_name);
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     state().keeper = herd::no_pid;
     return error{errc::epmd, pub.why};
   }
@@ -241,7 +241,7 @@ result<std::string> start(const dist_options& o) {
                    dflag_small_atom_tags | dflag_send_sender | dflag_big_seqtrace_labels | dflag_v4_nc |
                    (o.hidden ? 0 : dflag_published);
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     state().me = identity{*name, cookie, pub.creation, flags};
     state().self = self_id{*name, pub.creation};
     state().ticktime = o.net_ticktime;
@@ -258,7 +258,7 @@ void stop() {
   herd::pid k;
   std::vector<herd::pid> conns;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     k = state().keeper;
     for (auto& [n, e] : state().conns) conns.push_back(e.proc);
   }
@@ -278,12 +278,12 @@ void stop() {
 }
 
 std::string this_node() {
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   return state().running ? state().me.name : std::string();
 }
 
 std::vector<std::string> nodes() {
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   std::vector<std::string> out;
   for (auto& [n, e] : state().conns)
     if (e.up) out.push_back(n);
@@ -294,7 +294,7 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
   herd::detail::require_process("herd::dist::connect");
   if (node.find('@') == std::string_view::npos) return error{errc::bad_options, "not a node name: " + std::string(node)};
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (!state().running) return error{errc::not_started, {}};
     if (node == state().me.name) return {};
     auto it = state().conns.find(node);
@@ -312,7 +312,7 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
                              else out = error{r.code, r.why};
                            }),
                 herd::after(timeout, [&] {
-                  std::lock_guard g(state().mu);
+                  rt::lock_guard g(state().mu);
                   auto it = state().conns.find(node);
                   if (it != state().conns.end()) std::erase(it->second.waiters, herd::self());
                 }));
@@ -324,7 +324,7 @@ bool ping(std::string_view node, std::chrono::milliseconds timeout) {
   herd::pid conn;
   self_id me;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
     conn = it->second.proc;
@@ -344,7 +344,7 @@ void monitor_node(std::string_view node, bool on) {
   herd::detail::require_process("herd::dist::monitor_node");
   herd::pid me = herd::self();
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (on) {
       if (state().conns.count(node)) {
         state().node_monitors.emplace(std::string(node), me);
@@ -365,7 +365,7 @@ void monitor_node(std::string_view node, bool on) {
 
 void monitor_nodes(bool on) {
   herd::detail::require_process("herd::dist::monitor_nodes");
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   auto& ws = state().all_node_monitors;
   if (on) ws.push_back(herd::self());
   else if (auto it = std::find(ws.begin(), ws.end(), herd::self()); it != ws.end()) ws.erase(it);
@@ -380,7 +380,7 @@ bool send(herd::pid to, std::string etf_bytes) {
 bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
   self_id me;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (!state().running) return false;
     me = state().self;
   }
@@ -388,7 +388,7 @@ bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
   if (node == me.name) return herd::send(name, etf_message{from, std::move(etf_bytes)});
   herd::pid conn = connection_for(node);
   if (!conn) {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
     conn = it->second.proc;
@@ -399,7 +399,7 @@ bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
 
 std::optional<remote_pid> describe(herd::pid p) {
   if (p.is_remote()) return lookup_remote(p);
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   if (!state().running || !p.valid()) return std::nullopt;
   return remote_pid{state().me.name, p.index, p.generation, state().me.creation};
 }
@@ -410,7 +410,7 @@ herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) c
 
 herd::pid intern(const remote_pid& r) {
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     if (state().running && r.node == state().me.name && r.creation == state().me.creation)
       return r.id < remote_pid_bit ? herd::pid{r.id, r.serial} : herd::no_pid;
   }

@@ -79,7 +79,7 @@ call_result<herd::term> call_remote(const target& t, const herd::term& req, mill
   std::string me_node;
   uint32_t creation = 0;
   {
-    std::lock_guard g(detail::state().mu);
+    rt::lock_guard g(detail::state().mu);
     if (!detail::state().running) return call_failure{call_errc::not_started};
     me_node = detail::state().me.name;
     creation = detail::state().me.creation;

@@ -291,7 +291,7 @@ class scope_sync {
 void scope_made_hook(std::string_view scope) {
   herd::pid to;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     to = state().pg_sync;
   }
   if (to) herd::send(to, scope_made{std::string(scope)});
@@ -322,14 +322,14 @@ void pg_sync_main() {
 void start_pg_sync() {
   stop_pg_sync();  // one left by a distribution that ended without stop()
   // Spawned under the lock: the hook it installs must find it.
-  std::lock_guard g(state().mu);
+  rt::lock_guard g(state().mu);
   state().pg_sync = herd::spawn(pg_sync_main);
 }
 
 void stop_pg_sync() {
   herd::pid p;
   {
-    std::lock_guard g(state().mu);
+    rt::lock_guard g(state().mu);
     p = state().pg_sync;
     state().pg_sync = herd::no_pid;
   }

@@ -1,5 +1,6 @@
 #include "remote_pids.hpp"
 
+#include <herd/runtime/thread_safety.hpp>
 #include <herd/actors/detail/remote.hpp>
 
 #include "conn_links.hpp"
@@ -21,11 +22,11 @@ struct entry {
 };
 
 struct table {
-  std::shared_mutex mu;
-  std::deque<std::string> node_names;  // node_no - 1 -> name
-  std::map<std::string, uint32_t, std::less<>> node_numbers;
-  std::deque<entry> entries;  // index & ~remote_pid_bit -> entry
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint32_t> by_key;
+  rt::shared_mutex mu;
+  std::deque<std::string> node_names HERD_GUARDED_BY(mu);  // node_no - 1 -> name
+  std::map<std::string, uint32_t, std::less<>> node_numbers HERD_GUARDED_BY(mu);
+  std::deque<entry> entries HERD_GUARDED_BY(mu);  // index & ~remote_pid_bit -> entry
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint32_t> by_key HERD_GUARDED_BY(mu);
 };
 
 table& the_table() {
@@ -49,14 +50,14 @@ herd::pid intern_remote(const remote_pid& r) {
   install_remote_hooks();
   table& t = the_table();
   {
-    std::shared_lock g(t.mu);
+    rt::shared_lock g(t.mu);
     auto n = t.node_numbers.find(r.node);
     if (n != t.node_numbers.end()) {
       auto e = t.by_key.find({n->second, r.id, r.serial, r.creation});
       if (e != t.by_key.end()) return herd::pid{e->second | remote_pid_bit, 0};
     }
   }
-  std::unique_lock g(t.mu);
+  rt::lock_guard g(t.mu);
   auto n = t.node_numbers.find(r.node);
   uint32_t no;
   if (n == t.node_numbers.end()) {
@@ -74,7 +75,7 @@ herd::pid intern_remote(const remote_pid& r) {
 std::optional<remote_pid> lookup_remote(herd::pid p) {
   if (!p.is_remote()) return std::nullopt;
   table& t = the_table();
-  std::shared_lock g(t.mu);
+  rt::shared_lock g(t.mu);
   uint32_t i = p.index & ~remote_pid_bit;
   if (i >= t.entries.size()) return std::nullopt;
   const entry& e = t.entries[i];
@@ -83,7 +84,7 @@ std::optional<remote_pid> lookup_remote(herd::pid p) {
 
 std::string format_remote(herd::pid p) {
   table& t = the_table();
-  std::shared_lock g(t.mu);
+  rt::shared_lock g(t.mu);
   uint32_t i = p.index & ~remote_pid_bit;
   char buf[48];
   int n = i < t.entries.size()

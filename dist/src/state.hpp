@@ -1,10 +1,12 @@
 // The distribution's node-wide state: who we are, and one entry per node we
-// are connected (or connecting) to. A std::mutex guards it; it is never held
-// across a blocking point (only map updates and sends happen under it).
+// are connected (or connecting) to. An annotated mutex guards it (clang's
+// thread-safety analysis checks every access); it is never held across a
+// blocking point (only map updates and sends happen under it).
 #pragma once
 #include <herd/actors/detail/remote_nodes.hpp>
 #include <herd/dist/node.hpp>
 #include <herd/net/tcp.hpp>
+#include <herd/runtime/thread_safety.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -54,16 +56,16 @@ struct conn_entry {
 };
 
 struct dist_state {
-  std::mutex mu;
-  bool running = false;
-  identity me;           // immutable while running
-  self_id self;
-  std::chrono::milliseconds ticktime{60000};
-  herd::pid keeper;      // owns the epmd registration
-  std::map<std::string, conn_entry, std::less<>> conns;
-  std::multimap<std::string, herd::pid, std::less<>> node_monitors;
-  std::vector<herd::pid> all_node_monitors;  // monitor_nodes(true), once per call
-  herd::pid pg_sync;  // keeps pg scopes in step with other nodes (pg_scope.cpp)
+  rt::mutex mu;
+  bool running HERD_GUARDED_BY(mu) = false;
+  identity me HERD_GUARDED_BY(mu);  // immutable while running
+  self_id self HERD_GUARDED_BY(mu);
+  std::chrono::milliseconds ticktime HERD_GUARDED_BY(mu){60000};
+  herd::pid keeper HERD_GUARDED_BY(mu);  // owns the epmd registration
+  std::map<std::string, conn_entry, std::less<>> conns HERD_GUARDED_BY(mu);
+  std::multimap<std::string, herd::pid, std::less<>> node_monitors HERD_GUARDED_BY(mu);
+  std::vector<herd::pid> all_node_monitors HERD_GUARDED_BY(mu);  // monitor_nodes(true), once per call
+  herd::pid pg_sync HERD_GUARDED_BY(mu);  // keeps pg scopes in step with other nodes (pg_scope.cpp)
 };
 
 dist_state& state();

@@ -4,6 +4,8 @@
 // life, as an atom does on BEAM.
 #include "term_node.hpp"
 
+#include <herd/runtime/thread_safety.hpp>
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -30,18 +32,19 @@ class atom_table {
  public:
   atom_table() {
     for (auto& c : chunks_) c.store(nullptr, std::memory_order_relaxed);
+    rt::lock_guard lk(mu_);
     intern_locked("");  // index 0: atom() is ''
   }
 
   term_result<atom> make(std::string_view s) {
     {
-      std::shared_lock lk(mu_);
+      rt::shared_lock lk(mu_);
       if (auto it = index_.find(s); it != index_.end()) return atom::from_index(it->second);
     }
     long cps = detail::utf8_code_points(s);
     if (cps < 0) return term_error{term_errc::bad_atom, 0, "not UTF-8"};
     if (cps > 255) return term_error{term_errc::bad_atom, 0, std::to_string(cps) + " code points (at most 255)"};
-    std::unique_lock lk(mu_);
+    rt::lock_guard lk(mu_);
     if (auto it = index_.find(s); it != index_.end()) return atom::from_index(it->second);
     if (next_ >= atom_limit)
       return term_error{term_errc::atom_table_full, 0, std::to_string(atom_limit) + " atoms"};
@@ -57,7 +60,7 @@ class atom_table {
   uint32_t count() const noexcept { return next_.load(std::memory_order_relaxed); }
 
  private:
-  uint32_t intern_locked(std::string_view s) {
+  uint32_t intern_locked(std::string_view s) HERD_REQUIRES(mu_) {
     uint32_t i = next_.load(std::memory_order_relaxed);
     entry* c = chunks_[i >> chunk_bits].load(std::memory_order_relaxed);
     if (!c) {
@@ -71,7 +74,7 @@ class atom_table {
     return i;
   }
   // Texts are packed into 64 KiB blocks (an atom is at most 1,020 bytes).
-  char* store(std::string_view s) {
+  char* store(std::string_view s) HERD_REQUIRES(mu_) {
     constexpr std::size_t block = 64 * 1024;
     if (!cur_ || s.size() > block - used_) {
       owned_.push_back(std::make_unique<char[]>(block));
@@ -84,13 +87,13 @@ class atom_table {
     return p;
   }
 
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  mutable rt::shared_mutex mu_;
+  std::unordered_map<std::string_view, uint32_t> index_ HERD_GUARDED_BY(mu_);
   std::atomic<entry*> chunks_[max_chunks];
   std::atomic<uint32_t> next_{0};
-  std::vector<std::unique_ptr<char[]>> owned_;
-  char* cur_ = nullptr;
-  std::size_t used_ = 0;
+  std::vector<std::unique_ptr<char[]>> owned_ HERD_GUARDED_BY(mu_);
+  char* cur_ HERD_GUARDED_BY(mu_) = nullptr;
+  std::size_t used_ HERD_GUARDED_BY(mu_) = 0;
 };
 
 atom_table& table() {
