@@ -51,7 +51,7 @@ void monitor::loop() {
   std::vector<uint32_t> stuck_ms(n, 0);
   std::vector<bool> reported(n, false);
   constexpr uint32_t period_ms = 10;
-  constexpr uint32_t deep_after_ms = 100;
+  constexpr uint32_t deep_after_ms = 20;  // two quiet ticks
   uint32_t quiet_ms = 0;  // every worker parked and nothing run, this long
   unique_lock g(m_);
   while (!stop_) {

@@ -3,10 +3,10 @@
 // samples each worker's switch count; a worker still inside the same fiber as
 // at the previous sample is "stuck" — thieves may then take its run-next
 // fiber — and a slice of long_schedule_ms or more is recorded for the
-// observer. When every worker has stayed parked for 100 ms with nothing run,
-// the monitor sleeps until woken (no tick on an idle node: ten ticks after
-// each wake-up at most), and the first worker to wake wakes it; a node busy
-// with more than ten requests a second is not woken per request
+// observer. When every worker has stayed parked for two ticks (20 ms) with
+// nothing run, the monitor sleeps until woken (an idle node pays two ticks
+// per wake-up at most), and the first worker to wake wakes it; a node busy
+// with more than fifty requests a second is not woken per request
 // (note_parking).
 //
 // This keeps timestamps off the scheduler's path: a worker only stores which

@@ -215,7 +215,7 @@ void idle_spin_body(task*) {
 }
 }  // namespace
 
-// The monitor stops ticking once every worker has stayed parked for 100 ms,
+// The monitor stops ticking once every worker has stayed parked for 20 ms,
 // and is woken only by the first worker to wake after that (monitor.cpp). A
 // fiber that then runs without yielding must still be seen: it spins until
 // the monitor has recorded its slice (it would spin to the 20 s limit if the
@@ -227,7 +227,7 @@ TEST_CASE("after the node idles long enough for the monitor to sleep, a fiber th
   runtime r(o);
   r.start();
   const std::size_t before = r.metrics().long_schedules.size();
-  // The duration under test: idle well past the monitor's 100 ms before it sleeps.
+  // The duration under test: idle well past the monitor's 20 ms before it sleeps.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   task spinner;
   idle_spin_release.store(false);
