@@ -119,7 +119,7 @@ class stack_allocator {
   // good. Returns how many pages. Any thread; one madvise per slot, so for a quiet runtime.
   size_t trim_uncarved();
   // Whether some surplus slot still holds pages (a later trim_surplus may give them back).
-  // Any thread; takes each class's surplus lock briefly: for a worker about to park.
+  // Any thread; lock-free (relaxed per-class hints): for a worker about to park.
   bool has_dirty_surplus();
 
   // Whether addr lies in the guard of a carved slot, and which. ASYNC-SIGNAL-SAFE: lock-free
@@ -182,6 +182,11 @@ class stack_allocator {
     slot_list fresh HERD_GUARDED_BY(surplus_mutex), aging HERD_GUARDED_BY(surplus_mutex),
         stale HERD_GUARDED_BY(surplus_mutex);
     slot_list clean HERD_GUARDED_BY(surplus_mutex);
+    // fresh+aging+stale and stale's counts as of the last change under surplus_mutex
+    // (publish_counts): relaxed hints that let a parking worker's maintenance skip the lock
+    // of every class with nothing to trim (a lock pair per class per park cost ~20% of a
+    // park-heavy workload). A stale hint only delays a trim to the next maintenance.
+    std::atomic<size_t> dirty_hint{0}, stale_hint{0};
 
     // Read by excess() on the pools' release paths; written only on slow paths.
     alignas(64) std::atomic<uint64_t> carved{0};
@@ -189,6 +194,7 @@ class stack_allocator {
     std::atomic<uint64_t> peak_now{0}, peak_before{0};  // of sample_live(), per window
   };
 
+  static void publish_counts(class_arena& arena) noexcept HERD_REQUIRES(arena.surplus_mutex);
   uint64_t live_now(uint32_t class_index) const noexcept;
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
   void prepare_next(class_arena& arena, uint32_t class_index) HERD_REQUIRES(arena.carve_mutex);

@@ -34,6 +34,11 @@ void stack_allocator::slot_list::move_onto(slot_list& below) noexcept {
   *this = {};
 }
 
+void stack_allocator::publish_counts(class_arena& arena) noexcept {
+  arena.stale_hint.store(arena.stale.count, std::memory_order_relaxed);
+  arena.dirty_hint.store(arena.fresh.count + arena.aging.count + arena.stale.count, std::memory_order_relaxed);
+}
+
 stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size_t* taken) {
   class_arena& arena = classes_[class_index];
   stack_slot* head = nullptr;
@@ -48,6 +53,7 @@ stack_slot* stack_allocator::take_surplus(uint32_t class_index, size_t max, size
       }
     }
     arena.surplus.store(arena.surplus.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    publish_counts(arena);
   }
   *link = nullptr;
   surplus_.fetch_sub(n, std::memory_order_relaxed);
@@ -73,15 +79,14 @@ void stack_allocator::put_surplus(stack_slot* chain, bool unused) {
   lock_guard lock(arena.surplus_mutex);
   dirty.move_onto(unused ? arena.stale : arena.fresh);
   clean.move_onto(arena.clean);
+  publish_counts(arena);
   arena.surplus.store(arena.surplus.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   surplus_.fetch_add(n, std::memory_order_relaxed);
 }
 
 bool stack_allocator::has_dirty_surplus() {
-  for (class_arena& arena : classes_) {
-    lock_guard lock(arena.surplus_mutex);
-    if (arena.fresh.count || arena.aging.count || arena.stale.count) return true;
-  }
+  for (class_arena& arena : classes_)
+    if (arena.dirty_hint.load(std::memory_order_relaxed)) return true;
   return false;
 }
 
@@ -89,6 +94,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
   size_t trimmed = 0;
   for (class_arena& arena : classes_) {
     if (trimmed >= budget) break;
+    if (!(any_age ? arena.dirty_hint : arena.stale_hint).load(std::memory_order_relaxed)) continue;
     // Detach a batch, give its pages back outside the lock, then file it as clean. Detached
     // slots stay counted in surplus_, so stats() does not see them flicker into "in use".
     slot_list batch;
@@ -98,6 +104,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
         for (stack_slot* s; batch.count < budget - trimmed && (s = from->pop());) batch.push(s, s, 1);
         if (!any_age) break;
       }
+      publish_counts(arena);
     }
     if (!batch.head) continue;
     slot_list clean, still_dirty;
@@ -110,6 +117,7 @@ size_t stack_allocator::trim_surplus(size_t budget, bool any_age) {
     const bool refused = still_dirty.count != 0;
     clean.move_onto(arena.clean);
     still_dirty.move_onto(arena.stale);
+    publish_counts(arena);
     if (refused) break;  // the kernel refuses; try again at the next maintenance
   }
   trimmed_.fetch_add(trimmed, std::memory_order_relaxed);
@@ -179,6 +187,7 @@ void stack_allocator::roll_window(uint64_t now_ms, uint64_t window_ms) {
     lock_guard surplus_lock(a.surplus_mutex);
     a.aging.move_onto(a.stale);
     a.fresh.move_onto(skipped ? a.stale : a.aging);
+    publish_counts(a);
   }
   window_start_ms_.store(now_ms, std::memory_order_relaxed);
 }
