@@ -4,14 +4,6 @@
 
 namespace herd::http {
 
-void response_stream::send(std::string_view bytes) {
-  if (!closed_ && bytes.empty()) return;
-  if (closed_ || !send_(ctx_, bytes)) {
-    closed_ = finished_ = true;  // nothing more can go out on this connection
-    throw stream_closed("herd::http: the peer closed the connection during a streamed response");
-  }
-}
-
 void response_stream::reply(int status, std::vector<header> headers, std::optional<std::size_t> content_length) {
   if (started_) throw std::logic_error("herd::http: response_stream::reply called twice");
   started_ = true;

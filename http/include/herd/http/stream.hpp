@@ -83,7 +83,14 @@ class response_stream {
 
  private:
   enum class framing { none, length, chunked, close };
-  void send(std::string_view bytes);
+  // Once a send failed, every later one throws again.
+  void send(std::string_view bytes) {
+    if (!closed_ && bytes.empty()) return;
+    if (closed_ || !send_(ctx_, bytes)) {
+      closed_ = finished_ = true;  // nothing more can go out on this connection
+      throw stream_closed("herd::http: the peer closed the connection during a streamed response");
+    }
+  }
 
   send_fn send_;
   void* ctx_;
