@@ -1,5 +1,7 @@
 #include <herd/http/response.hpp>
 
+#include "head.hpp"
+
 #include <charconv>
 
 namespace herd::http {
@@ -51,30 +53,27 @@ std::string_view reason_phrase(int status) noexcept {
   }
 }
 
-namespace {
-void append_number(std::string& out, std::size_t n, int base = 10) {
+namespace detail {
+void append_number(std::string& out, std::size_t n, int base) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n, base);
   (void)ec;  // 24 digits hold any size_t
   out.append(buf, end);
 }
 
+namespace {
 bool framing_header(std::string_view name) {
   return iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") || iequals(name, "Connection");
 }
-
-// 1xx, 204 and 304 carry no body and no framing (RFC 9112 6.3).
-bool bodiless(int status) { return (status >= 100 && status < 200) || status == 204 || status == 304; }
 }  // namespace
 
-void write_response(std::string& out, const response& r, const write_options& o) {
-  int status = r.status >= 100 && r.status <= 999 ? r.status : 500;
+void write_head(std::string& out, int status, const std::vector<header>& headers, const write_options& o) {
   out += o.version_minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ";
   append_number(out, static_cast<std::size_t>(status));
   out += ' ';
   out += reason_phrase(status);
   out += "\r\n";
-  for (const auto& h : r.headers) {
+  for (const auto& h : headers) {
     if (framing_header(h.name)) continue;
     out += h.name;
     out += ": ";
@@ -86,7 +85,14 @@ void write_response(std::string& out, const response& r, const write_options& o)
     out += "Connection: close\r\n";
   else if (o.version_minor == 0)
     out += "Connection: keep-alive\r\n";
-  if (bodiless(status)) {
+}
+}  // namespace detail
+
+void write_response(std::string& out, const response& r, const write_options& o) {
+  using detail::append_number;
+  int status = detail::checked_status(r.status);
+  detail::write_head(out, status, r.headers, o);
+  if (detail::bodiless(status)) {
     out += "\r\n";
     return;
   }

@@ -25,6 +25,11 @@ CASE:
                hibernates again as soon as its mailbox is empty, with no
                idle timer to wake it a second time (--workers 1, the
                observer's count of fibers resumed)
+  head-timer   the contract's "a request head slower than 10 s in total:
+               408" is timed from the head's first byte: a connection that
+               dribbles a head gets 408 then EOF, while one opened at the same
+               moment that stays silent past those 10 s and then sends a
+               whole head is answered (its keep-alive wait is not a slow head)
 
 127.0.0.1 only; the gateway is stopped by its PID.
 """
@@ -378,9 +383,49 @@ def one_wake(exe):
     check("drains and exits 0", rc == 0, rc)
 
 
+def head_timer(exe):
+    g = Gateway(exe)
+    try:
+        slow = socket.create_connection(("127.0.0.1", g.port), timeout=30)
+        quiet = socket.create_connection(("127.0.0.1", g.port), timeout=30)
+        t0 = time.monotonic()
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+        got = b""
+        while True:  # until EOF: the 408 must be the last bytes
+            try:
+                d = slow.recv(4096)
+            except OSError:
+                break
+            if not d:
+                break
+            got += d
+        took = time.monotonic() - t0
+        check("a head dribbled for 10 s: 408, then close", got.startswith(b"HTTP/1.1 408")
+              and got.count(b"HTTP/1.1") == 1, f"after {took:.1f}s: {got[:60]!r}")
+        check("not before 10 s", took >= 9.5, took)
+        # The quiet connection was opened with the slow one, more than 10 s ago.
+        quiet.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = b""
+        while b"\r\n\r\nok" not in reply:
+            try:
+                d = quiet.recv(4096)
+            except OSError:
+                break
+            if not d:
+                break
+            reply += d
+        check("a connection silent past 10 s, then a whole head: answered 200, not 408",
+              reply.startswith(b"HTTP/1.1 200") and reply.endswith(b"ok"), reply[:60])
+        slow.close()
+        quiet.close()
+    finally:
+        rc = g.stop()
+    check("drains and exits 0", rc == 0, rc)
+
+
 def main():
     cases = {"options": options, "lifecycle": lifecycle, "concurrent": concurrent, "hibernated": hibernated,
-             "slow-room": slow_room, "limit": limit, "one-wake": one_wake}
+             "slow-room": slow_room, "limit": limit, "one-wake": one_wake, "head-timer": head_timer}
     if len(sys.argv) != 3 or sys.argv[1] not in cases:
         sys.exit(__doc__)
     cases[sys.argv[1]](sys.argv[2])

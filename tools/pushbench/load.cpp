@@ -398,6 +398,8 @@ void Load::ws_message(WsConn& w, std::string_view m) {
     }
     ++c_.frames;
     if (ts <= now) hist_.record(now - ts);
+    if (ts <= now && m[0] == 'R') room_hist_.record(now - ts);
+    if (!cfg_.trace.empty() && ts <= now) trace_.push_back({now, now - ts, m[0]});
     uint32_t& want = w.expect[m[0] == 'R'][src];
     if (seq == want || want == kResync) {
       want = static_cast<uint32_t>(seq) + 1;

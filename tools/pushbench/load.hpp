@@ -38,6 +38,9 @@ struct Config {
   // (and rejoins its room).
   int storm = 0;
   double storm_at = 1, storm_window = 1;
+  // --trace FILE: every push frame's arrival time and latency, written at
+  // the end (to see when the tail happens: periodic or random stalls).
+  std::string trace;
 };
 
 // Everything a snapshot needs; only the loop writes, the caller reads
@@ -82,8 +85,15 @@ class Load {
 
   const Counters& counters() const { return c_; }
   const Histogram& latency() const { return hist_; }
+  const Histogram& room_latency() const { return room_hist_; }  // room frames only (a subset of latency())
   uint64_t last_upgrade_ns() const { return last_upgrade_ns_; }
   uint64_t storm_start_ns() const { return storm_t0_; }
+  // --trace: (arrival ns, latency ns, 'U' or 'R') for every push frame.
+  struct TraceRow {
+    uint64_t at, latency;
+    char kind;
+  };
+  const std::vector<TraceRow>& trace() const { return trace_; }
   uint64_t storm_last_back_ns() const { return storm_last_back_ns_; }
 
  private:
@@ -113,6 +123,7 @@ class Load {
   std::vector<std::unique_ptr<Pusher>> pushers_;
   Counters c_;
   Histogram hist_;
+  Histogram room_hist_;
   size_t next_open_ = 0;
   uint64_t t0_ = 0, last_upgrade_ns_ = 0, push_t0_ = 0, last_expiry_ns_ = 0;
   uint64_t storm_t0_ = 0, storm_last_back_ns_ = 0;
@@ -121,6 +132,7 @@ class Load {
   uint64_t user_pushes_ = 0, room_pushes_ = 0;  // scheduled so far
   uint32_t next_user_ = 0, next_room_ = 0, next_pusher_ = 0, mask_state_ = 0x9e3779b9;
   std::unique_ptr<char[]> rbuf_;
+  std::vector<TraceRow> trace_;
 };
 
 }  // namespace pushbench

@@ -56,7 +56,7 @@ using connbench::usage_error;
                "       [--push-rate PER_S] [--room-rate PER_S] [--pushers K] [--pipeline D]\n"
                "       [--payload BYTES] [--duration S] [--warmup S] [--idle-settle S] [--rate CONNECTS_PER_S]\n"
                "       [--connect-timeout S] [--drain S] [--server-pid PID] [--sources K]\n"
-               "       [--storm N] [--storm-at S] [--storm-window S]\n",
+               "       [--storm N] [--storm-at S] [--storm-window S] [--trace FILE]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -95,6 +95,7 @@ Config parse(int argc, char** argv) {
     else if (o == "--storm") c.storm = parse_int(o, v, 0, 1'000'000);
     else if (o == "--storm-at") c.storm_at = parse_num(o, v, 0, 3600);
     else if (o == "--storm-window") c.storm_window = parse_num(o, v, 0.001, 3600);
+    else if (o == "--trace") c.trace = v;
     else usage_error("unknown option " + o);
   }
   if (port < 0) usage_error("--port is required");
@@ -114,6 +115,7 @@ struct Snap {
   uint64_t t = 0;
   Counters c;
   std::vector<uint64_t> hist;
+  std::vector<uint64_t> room_hist;  // room frames only
   double server_cpu = 0, self_cpu = 0;
   double server_user = 0, server_sys = 0;  // the split of server_cpu (utime, stime)
   bool server_ok = false;
@@ -143,6 +145,7 @@ Snap snap(const Load& l, long pid) {
   s.t = now_ns();
   s.c = l.counters();
   l.latency().snapshot_into(s.hist);
+  l.room_latency().snapshot_into(s.room_hist);
   s.self_cpu = connbench::self_cpu_s();
   if (pid) {
     connbench::ProcCpu c = connbench::read_proc_cpu(pid);
@@ -272,6 +275,15 @@ int run(const Config& cfg) {
   add(" pushes_per_s=%.0f frames_per_s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",
       static_cast<double>(b.c.push_replies - a.c.push_replies) / window, frames / window, p.p50_us, p.p99_us,
       p.p999_us, p.max_us);
+  {
+    // Room frames apart: a room push hands one frame to every member, one
+    // after the other, so its frames wait for the fan-out; user frames = all - room.
+    std::vector<uint64_t> all = diff(b.hist, a.hist), room = diff(b.room_hist, a.room_hist), user = all;
+    for (std::size_t i = 0; i < user.size() && i < room.size(); ++i) user[i] -= std::min(user[i], room[i]);
+    const auto pu = connbench::percentiles(user), pr = connbench::percentiles(room);
+    add(" user_p50_us=%.1f user_p99_us=%.1f room_p50_us=%.1f room_p99_us=%.1f", pu.p50_us, pu.p99_us, pr.p50_us,
+        pr.p99_us);
+  }
   add(" pushes=%llu expected=%llu frames=%llu lost=%llu lost_gaps=%llu out_of_order=%llu drained=%d",
       ull(f.pushes_sent), ull(f.expected), ull(f.frames), ull(f.expected > f.frames ? f.expected - f.frames : 0),
       ull(f.lost_gaps), ull(f.out_of_order), drained ? 1 : 0);
@@ -310,6 +322,18 @@ int run(const Config& cfg) {
         static_cast<double>(b.c.frames - calm.c.frames));
   }
   add(" client_cpu_s=%.2f", b.self_cpu - a.self_cpu);
+  if (!cfg.trace.empty()) {
+    // One row per push frame: ms since the measured window started (negative:
+    // warm-up), latency in µs, U (user) or R (room).
+    std::FILE* tf = std::fopen(cfg.trace.c_str(), "w");
+    if (!tf) usage_error("--trace: cannot write " + cfg.trace);
+    std::fprintf(tf, "# window_ms=%.3f start_ns=%llu (CLOCK_MONOTONIC)\n", static_cast<double>(b.t - a.t) / 1e6,
+                 static_cast<unsigned long long>(a.t));
+    for (const auto& r : l.trace())
+      std::fprintf(tf, "%.3f %.1f %c\n", (static_cast<double>(r.at) - static_cast<double>(a.t)) / 1e6,
+                   static_cast<double>(r.latency) / 1e3, r.kind);
+    std::fclose(tf);
+  }
   std::printf("%s\n", out.c_str());
   std::fflush(stdout);
   return 0;

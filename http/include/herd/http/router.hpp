@@ -36,6 +36,7 @@
 #pragma once
 #include <herd/http/request.hpp>
 #include <herd/http/response.hpp>
+#include <herd/http/stream.hpp>
 #include <herd/net/tcp.hpp>
 #include <herd/net/transport.hpp>
 
@@ -61,6 +62,9 @@ struct bindings {
 bool match_pattern(std::string_view pattern, std::string_view path, bindings* out);
 
 using handler = std::function<response(request& req, const bindings& b)>;
+// A route that writes its answer in pieces (stream.hpp): calls out.reply,
+// then out.body as often as it likes.
+using stream_handler = std::function<void(request& req, const bindings& b, response_stream& out)>;
 
 template <herd::net::transport T>
 using upgrade_handler_for = std::function<void(T transport, request req, std::string rest)>;
@@ -83,11 +87,17 @@ class basic_router {
     routes_.push_back({"GET", std::move(pattern), {}, std::move(h)});
     return *this;
   }
+  // A streamed answer (a GET route also answers HEAD, without the body).
+  basic_router& stream(std::string method, std::string pattern, stream_handler h) {
+    routes_.push_back({std::move(method), std::move(pattern), {}, {}, std::move(h)});
+    return *this;
+  }
 
   struct match {
-    enum class kind { handler, upgrade, not_found, method_not_allowed };
+    enum class kind { handler, upgrade, not_found, method_not_allowed, stream };
     kind what = kind::not_found;
     const handler* run = nullptr;            // kind::handler
+    const stream_handler* write = nullptr;   // kind::stream
     const upgrade_handler* take = nullptr;   // kind::upgrade
     bindings bound;
     std::string allow;                       // kind::method_not_allowed: "GET, POST"
@@ -110,6 +120,9 @@ class basic_router {
       if (r.take) {
         m.what = match::kind::upgrade;
         m.take = &r.take;
+      } else if (r.write) {
+        m.what = match::kind::stream;
+        m.write = &r.write;
       } else {
         m.what = match::kind::handler;
         m.run = &r.run;
@@ -133,6 +146,7 @@ class basic_router {
     std::string pattern;
     handler run;
     upgrade_handler take;
+    stream_handler write;
   };
   std::vector<entry> routes_;
 };

@@ -38,6 +38,7 @@
 #include <herd/http/reader.hpp>
 #include <herd/http/response.hpp>
 #include <herd/http/router.hpp>
+#include <herd/http/stream.hpp>
 #include <herd/net/listener.hpp>
 #include <herd/net/tcp.hpp>
 #include <herd/net/transport.hpp>
@@ -152,6 +153,37 @@ step on_head(connection<T>& c) {
   return flush(c) ? step::more : step::close;
 }
 
+// The stream's sink: the answers queued before it go out with its first bytes.
+template <class T>
+bool stream_send(void* ctx, std::string_view bytes) {
+  auto& c = *static_cast<connection<T>*>(ctx);
+  if (c.out.empty()) return bool(c.t.send(bytes, herd::infinity));
+  c.out += bytes;
+  return flush(c);
+}
+
+// A streamed answer (stream.hpp): true when the connection carries on.
+template <class T, class Match>
+bool on_stream(connection<T>& c, request& q, const Match& m, const write_options& wo) {
+  response_stream out(&stream_send<T>, &c, wo);
+  try {
+    (*m.write)(q, m.bound, out);
+    if (!out.started()) {  // the handler never answered
+      refuse(c, 500, q.version_minor);
+      return false;
+    }
+    return out.finish() && wo.keep_alive;
+  } catch (const stream_closed&) {
+    return false;  // the peer is gone: nothing more to write
+  } catch (const std::exception&) {
+    if (!out.started()) {
+      refuse(c, 500, q.version_minor);
+      return false;
+    }
+    return false;  // a body cut short: only closing tells the client
+  }
+}
+
 template <class T>
 step on_request(connection<T>& c) {
   request q = c.rd.take();
@@ -176,6 +208,8 @@ step on_request(connection<T>& c) {
       write_response(c.out, resp, wo);
       break;
     }
+    case k::stream:
+      return on_stream(c, q, m, wo) ? step::more : step::close;
     case k::upgrade: {
       if (!flush(c)) return step::close;
       // No longer HTTP: the new protocol labels the process itself (ws::serve: "websocket").
