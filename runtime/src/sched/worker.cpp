@@ -213,7 +213,8 @@ fiber* worker::next_remote() {
 // Whatever the searcher found — stolen, injected, or its own ring and run next
 // (a worker notified while epoll_wait dispatched wake-ups onto its own ring
 // finds them there) — it is no longer searching. If it was the last searcher
-// and more work is in sight, one more worker goes to look. Not when the one
+// and more work is in sight (any ring, its run next, the global queues), one
+// more worker goes to look. Not when the one
 // fiber it found is all there is (issue 19): a request/reply node whose idle
 // worker finds the next request in its own poll woke the other worker per
 // request, to find nothing and park again (two context switches each time).
@@ -226,11 +227,15 @@ void worker::end_search() {
 // a foreign producer pushes to a global queue, then does its own seq_cst RMW
 // on that word. Either its RMW came first and the seq_cst loads below see its
 // push, or it sees this worker no longer searching and wakes a parked one
-// itself (idle.hpp). This worker's own ring and run next are relaxed looks:
-// it runs them itself if nobody else does, as with any push (idle.hpp's hint).
+// itself (idle.hpp). The rings and this worker's run next are relaxed looks,
+// as with any push (idle.hpp's hint): a ring whose owner saw this worker
+// searching and so woke nobody is in sight here; a look that misses it costs
+// parallelism until that owner's next push, never the work (its owner runs it).
 bool worker::more_work_visible() const {
-  return !ring.empty_approx() || run_next.load(std::memory_order_relaxed) != nullptr ||
-         !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
+  if (run_next.load(std::memory_order_relaxed) != nullptr) return true;
+  for (auto& w : rt.workers)
+    if (!w->ring.empty_approx()) return true;
+  return !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
 }
 
 fiber* worker::steal() {
