@@ -24,9 +24,12 @@
 // woken while its own park dispatched I/O onto its ring finds work in step 5,
 // not step 7, and one that stayed a searcher while it ran its ring kept the
 // others from searching and its pushes from waking them (issue 13: a fan-out
-// on one core of two). The last searcher to find work wakes one more. A push
-// onto the ring wakes a parked worker only when nobody searches (a relaxed
-// look; a searcher will find the ring), and never the pusher itself.
+// on one core of two). The last searcher to find work wakes one more if more
+// work is in sight. A push onto the ring wakes a parked worker only when
+// nobody searches (a relaxed look; a searcher will find the ring), and never
+// the pusher itself; pushes made while the worker dispatches I/O inside its
+// own park wake one only if there were more than one (issue 19: the worker
+// that polls runs what it polled).
 //
 // Atomic orderings used here, and what each pairs with:
 //   run_next  put: release store into an empty slot (only the owner puts), or
