@@ -2,8 +2,10 @@
 //
 // `state_` packs (unparked << 16) | searching. At most half the workers search
 // at once; a worker that finds work while searching and was the last searcher
-// wakes one parked worker (work tends to come in bunches), so wake-ups spread
-// one at a time instead of as a thundering herd. "Finds work" means any fiber
+// wakes one parked worker when more work is in sight (work tends to come in
+// bunches; worker::end_search), so wake-ups spread one at a time instead of
+// as a thundering herd — and a lone request does not wake a sibling that
+// would find nothing (issue 19). "Finds work" means any fiber
 // it picks, from its own ring or run next as well as by stealing: a worker
 // that stayed a searcher while it ran its own ring kept the one search slot
 // of a two-worker node, and its pushes, seeing a searcher, woke nobody — the
@@ -15,6 +17,10 @@
 // the last searcher — re-checks every queue (worker::work_pending_anywhere).
 // Both RMWs hit the same word, so either the producer sees the parked count
 // and wakes someone, or the parking worker sees the work.
+//
+// A worker dispatching I/O inside its own park (still counted as parked)
+// announces nothing while it dispatches; once awake it takes the same look if
+// it queued more than the one fiber it runs next (worker_park.cpp).
 //
 // A worker pushing onto its own ring only takes a relaxed look
 // (should_notify_hint: no searcher and someone parked, tokio's condition

@@ -24,9 +24,12 @@
 // woken while its own park dispatched I/O onto its ring finds work in step 5,
 // not step 7, and one that stayed a searcher while it ran its ring kept the
 // others from searching and its pushes from waking them (issue 13: a fan-out
-// on one core of two). The last searcher to find work wakes one more. A push
-// onto the ring wakes a parked worker only when nobody searches (a relaxed
-// look; a searcher will find the ring), and never the pusher itself.
+// on one core of two). The last searcher to find work wakes one more if more
+// work is in sight. A push onto the ring wakes a parked worker only when
+// nobody searches (a relaxed look; a searcher will find the ring), and never
+// the pusher itself; pushes made while the worker dispatches I/O inside its
+// own park wake one only if there were more than one (issue 19: the worker
+// that polls runs what it polled).
 //
 // Atomic orderings used here, and what each pairs with:
 //   run_next  put: release store into an empty slot (only the owner puts), or
@@ -213,10 +216,29 @@ fiber* worker::next_remote() {
 // Whatever the searcher found — stolen, injected, or its own ring and run next
 // (a worker notified while epoll_wait dispatched wake-ups onto its own ring
 // finds them there) — it is no longer searching. If it was the last searcher
-// there may be more work: one more worker goes to look.
+// and more work is in sight (any ring, its run next, the global queues), one
+// more worker goes to look. Not when the one
+// fiber it found is all there is (issue 19): a request/reply node whose idle
+// worker finds the next request in its own poll woke the other worker per
+// request, to find nothing and park again (two context switches each time).
 void worker::end_search() {
   searching_ = false;
-  if (rt.idle_state.transition_from_searching()) rt.notify_parked(static_cast<int>(id));
+  if (rt.idle_state.transition_from_searching() && more_work_visible()) rt.notify_parked(static_cast<int>(id));
+}
+
+// After this worker's seq_cst RMW on the idle word (transition_from_searching):
+// a foreign producer pushes to a global queue, then does its own seq_cst RMW
+// on that word. Either its RMW came first and the seq_cst loads below see its
+// push, or it sees this worker no longer searching and wakes a parked one
+// itself (idle.hpp). The rings and this worker's run next are relaxed looks,
+// as with any push (idle.hpp's hint): a ring whose owner saw this worker
+// searching and so woke nobody is in sight here; a look that misses it costs
+// parallelism until that owner's next push, never the work (its owner runs it).
+bool worker::more_work_visible() const {
+  if (run_next.load(std::memory_order_relaxed) != nullptr) return true;
+  for (auto& w : rt.workers)
+    if (!w->ring.empty_approx()) return true;
+  return !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
 }
 
 fiber* worker::steal() {
@@ -377,21 +399,33 @@ void worker::schedule_local(fiber* f) {
     if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { rt.inject.push_bulk(items, n); }))
       break;
   }
+  if (defer_notify()) return;
   // Help for the ring: only when nobody searches and someone is parked (a
-  // relaxed look; why that is enough: idle.hpp). Never this worker itself,
-  // though it is still on the sleepers' list while its park dispatches I/O.
+  // relaxed look; why that is enough: idle.hpp). Never this worker itself.
   if (rt.n_workers > 1 && rt.idle_state.should_notify_hint()) rt.notify_parked(static_cast<int>(id));
+}
+
+// Inside park()'s I/O dispatch this worker is about to run what it queues:
+// count the push; park() asks for help afterwards only if there was more than
+// one (Go's netpoll: the poller runs the first and injects the rest). Waking
+// a sibling for the single fiber a readiness event made runnable cost a
+// futex wake, a steal race and the poller token moving between workers on
+// every request of a request/reply connection (issue 19).
+bool worker::defer_notify() noexcept {
+  if (!park_dispatch_) return false;
+  ++park_pushes_;
+  return true;
 }
 
 void worker::schedule(fiber* f, bool from_fiber) {
   switch (f->prio) {
     case priority::high:
       rt.high.push(f);
-      rt.notify_parked();
+      if (!defer_notify()) rt.notify_parked();
       break;
     case priority::low:
       rt.low.push(f);
-      rt.notify_parked();
+      if (!defer_notify()) rt.notify_parked();
       break;
     default:
       if (from_fiber) schedule_next(f);

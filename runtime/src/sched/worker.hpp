@@ -78,6 +78,8 @@ class worker {
   fiber* next_remote();
   fiber* steal();
   void end_search();
+  bool more_work_visible() const;
+  bool defer_notify() noexcept;
   void run(fiber* f);
   void begin_slice(fiber* f);
   void end_slice(fiber* f);
@@ -97,6 +99,11 @@ class worker {
   uint32_t clock_countdown_ = tuning::clock_read_every;     // picks until the TSC is read
   uint64_t next_maint_tsc_ = 0;
   bool searching_ = false;
+  // While park() dispatches I/O readiness (the worker is still counted as
+  // parked): wake-ups it queues are counted, not announced; after waking it
+  // asks for help only if it queued more than the one it will run itself.
+  bool park_dispatch_ = false;
+  uint32_t park_pushes_ = 0;
   uint64_t rng_;
   std::string scratch_error_;
 

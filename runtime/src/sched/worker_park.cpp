@@ -148,7 +148,10 @@ void worker::park() {
     // relaxed: statistics; metrics() counts a park in progress from here.
     parked_since_tsc.store(t0, std::memory_order_relaxed);
     rt.note_parking(+1);
+    park_dispatch_ = io != nullptr;
+    park_pushes_ = 0;
     park_token.park(timeout, io);
+    park_dispatch_ = false;
     rt.note_parking(-1);
     parked_since_tsc.store(0, std::memory_order_relaxed);
     parked_tsc.store(parked_tsc.load(std::memory_order_relaxed) + (clock_impl::tsc() - t0),
@@ -158,6 +161,12 @@ void worker::park() {
   rt.reclaim.go_online(id);
   parks.store(parks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   searching_ = rt.idle_state.transition_from_parked(id);
+  // What the dispatch queued beyond the one fiber this worker runs next is
+  // for a sibling: wake one now that this worker counts as awake (a notified
+  // worker is a searcher and wakes one more when it finds work, end_search).
+  if (park_pushes_ > 1 && !searching_ && rt.n_workers > 1 && rt.idle_state.should_notify_hint())
+    rt.notify_parked(static_cast<int>(id));
+  park_pushes_ = 0;
   now = now_ms();
   if (timers.earliest() <= now) fire_timers(now);
 }
