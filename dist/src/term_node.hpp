@@ -57,7 +57,12 @@ struct term_access {
   static int64_t small(const term& t) noexcept { return t.u_.i; }
   static double flt(const term& t) noexcept { return t.u_.d; }
   static uint32_t atom_index(const term& t) noexcept { return t.aux_; }
-  static term adopt(rep r, term_node* n) noexcept { return term::adopt(r, n); }
+  static term adopt(rep r, term_node* n) noexcept {
+    term t;
+    t.rep_ = r;
+    t.u_.p = n;
+    return t;
+  }
   template <class N>
   static const N& as(const term& t) noexcept { return *static_cast<const N*>(t.u_.p); }
   // An integer from a sign and little-endian magnitude (trimmed here): inline when it fits.
