@@ -20,6 +20,7 @@
 #include "pg_scope.hpp"
 #include "remote_pids.hpp"
 #include "state.hpp"
+#include "term_node.hpp"
 
 namespace herd::dist {
 
@@ -40,26 +41,101 @@ struct published_result {
   std::string why;
 };
 
+// Where a frame for `node` goes: its connection process (started from a
+// process when there is none) and that process's queue.
+struct route {
+  herd::pid conn;
+  std::shared_ptr<conn_counters> q;
+  bool sender = false;  // the peer takes SEND_SENDER
+  self_id me;
+  std::size_t limit = 0;
+};
+
+std::optional<route> route_to(std::string_view node) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      rt::lock_guard g(state().mu);
+      if (!state().running) return std::nullopt;
+      auto it = state().conns.find(node);
+      if (it != state().conns.end()) {
+        route r;
+        r.conn = it->second.proc;
+        r.q = it->second.counters;
+        r.sender = it->second.up && (it->second.peer_flags & dflag_send_sender);
+        r.me = state().self;
+        r.limit = state().busy_limit;
+        return r;
+      }
+    }
+    if (attempt == 0 && !connection_for(node)) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Erlang's busy distribution port: a process sending to a connection with
+// `limit` bytes or more queued waits (parked, its worker free) until the
+// connection has written enough, or ends. Only a process waits, never the
+// connection itself, a foreign thread or code running while an exception
+// unwinds. An exit signal that arrives meanwhile ends the wait (the send
+// still goes) and takes effect at the process's next blocking point, as
+// herd never throws exit_unwind at a send. True when the connection ended
+// meanwhile (the caller finds the node's connection again).
+bool wait_for_room(conn_counters& q, std::size_t limit, herd::pid conn) noexcept {
+  if (limit == 0 || q.queued_bytes.load(std::memory_order_acquire) < limit) return false;
+  rt::fiber* me = rt::current();
+  if (!me || !herd::in_process() || herd::self() == conn || std::uncaught_exceptions() > 0) return false;
+  for (;;) {
+    try {
+      if (herd::detail::blocking_point()) return false;
+    } catch (...) {  // exit_unwind: thrown again at the next blocking point
+      return false;
+    }
+    {
+      rt::lock_guard g(q.mu);
+      if (q.closed) return true;
+      q.waiters.push_back(me);
+      // seq_cst with the connection's decrement-then-look: either it sees
+      // this waiter or this sees its decrement.
+      q.has_waiters.store(true, std::memory_order_seq_cst);
+      if (q.queued_bytes.load(std::memory_order_seq_cst) < limit) {
+        q.waiters.pop_back();
+        q.has_waiters.store(!q.waiters.empty(), std::memory_order_relaxed);
+        return false;
+      }
+    }
+    rt::park(me);
+    {
+      rt::lock_guard g(q.mu);
+      std::erase(q.waiters, me);
+      q.has_waiters.store(!q.waiters.empty(), std::memory_order_relaxed);
+      if (q.closed) return true;
+    }
+    if (q.queued_bytes.load(std::memory_order_acquire) < limit) return false;
+  }
+}
+
+// Every out_frame goes in counted (the connection takes the bytes off as
+// the kernel takes them).
+void enqueue(const route& r, std::string frame) {
+  if (r.q) r.q->queued_bytes.fetch_add(frame.size(), std::memory_order_acq_rel);
+  herd::send(r.conn, out_frame{std::move(frame)});
+}
+
+// Waits for room on the node's connection; one that ended meanwhile (a
+// simultaneous connect lost, the peer gone) is looked up again once.
+std::optional<route> route_with_room(std::string_view node) {
+  auto way = route_to(node);
+  if (way && way->q && wait_for_room(*way->q, way->limit, way->conn)) way = route_to(node);
+  return way;
+}
+
 bool send_remote(herd::pid to, std::string bytes) {
   auto r = lookup_remote(to);
   if (!r) return false;
   herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
-  herd::pid conn;
-  bool sender = false;
-  self_id me;
-  {
-    rt::lock_guard g(state().mu);
-    if (!state().running) return false;
-    me = state().self;
-    auto it = state().conns.find(r->node);
-    if (it != state().conns.end()) {
-      conn = it->second.proc;
-      sender = it->second.up && (it->second.peer_flags & dflag_send_sender);
-    }
-  }
-  if (!conn) conn = connection_for(r->node);
-  if (!conn) return false;
-  herd::send(conn, out_frame{frame_send(me, from, to, bytes, sender)});
+  auto way = route_with_room(r->node);
+  if (!way) return false;
+  enqueue(*way, frame_send(way->me, from, to, bytes, way->sender));
   return true;
 }
 
@@ -100,8 +176,21 @@ bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   }
 }
 
-namespace {
+void close_for_atoms(const std::string& node) {
+  herd::pid conn;
+  uint32_t limit = 0;
+  {
+    rt::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end()) return;
+    conn = it->second.proc;
+    limit = state().max_atoms;
+  }
+  herd::send(conn, close_connection{"its messages made more than " + std::to_string(limit) +
+                                    " new atoms (dist_options::max_atoms_per_connection)"});
+}
 
+namespace {
 
 // Owns the epmd registration (its socket) for the node's distribution
 // lifetime; when it ends — stop(), or the node shutting down — distribution
@@ -162,15 +251,19 @@ result<std::string> node_name(const dist_options& o) {
 
 }  // namespace
 
+conn_entry& start_initiator(std::string_view node) {
+  auto c = std::make_shared<conn_counters>();
+  herd::pid p = herd::spawn([n = std::string(node), c] { initiate(n, c); });
+  return state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}, c}).first->second;
+}
+
 herd::pid connection_for(std::string_view node) {
   if (node.find('@') == std::string_view::npos || !herd::in_process()) return herd::no_pid;
   rt::lock_guard g(state().mu);
   if (!state().running || node == state().me.name) return herd::no_pid;
   auto it = state().conns.find(node);
   if (it != state().conns.end()) return it->second.proc;
-  herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
-  state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}});
-  return p;
+  return start_initiator(node).proc;
 }
 
 }  // namespace detail
@@ -245,6 +338,8 @@ result<std::string> start(const dist_options& o) {
     state().me = identity{*name, cookie, pub.creation, flags};
     state().self = self_id{*name, pub.creation};
     state().ticktime = o.net_ticktime;
+    state().max_atoms = o.max_atoms_per_connection;
+    state().busy_limit = o.dist_buf_busy_limit;
     state().running = true;
   }
   install_remote_hooks();
@@ -299,11 +394,8 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
     if (node == state().me.name) return {};
     auto it = state().conns.find(node);
     if (it != state().conns.end() && it->second.up) return {};
-    if (it == state().conns.end()) {
-      herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
-      it = state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}}).first;
-    }
-    it->second.waiters.push_back(herd::self());
+    conn_entry& e = it == state().conns.end() ? start_initiator(node) : it->second;
+    e.waiters.push_back(herd::self());
   }
   result<> out = error{errc::timeout, "no connection to " + std::string(node) + " within the timeout"};
   herd::receive(herd::when([&](const connect_result& r) { return r.node == node; },
@@ -321,18 +413,18 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
 
 bool ping(std::string_view node, std::chrono::milliseconds timeout) {
   if (!connect(node, timeout)) return false;
-  herd::pid conn;
-  self_id me;
+  route r;
   {
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
-    conn = it->second.proc;
-    me = state().self;
+    r.conn = it->second.proc;
+    r.q = it->second.counters;
+    r.me = state().self;
   }
   std::string ref;
-  std::string call = is_auth_call(me, herd::self(), ref);
-  herd::send(conn, out_frame{frame_reg_send(me, herd::self(), "net_kernel", call)});
+  std::string call = is_auth_call(r.me, herd::self(), ref);
+  enqueue(r, frame_reg_send(r.me, herd::self(), "net_kernel", call));
   bool pong = false;
   herd::receive(herd::when([&](const etf_message& m) { return is_auth_yes(m.bytes, ref); },
                            [&](const etf_message&) { pong = true; }),
@@ -386,14 +478,15 @@ bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
   }
   herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
   if (node == me.name) return herd::send(name, etf_message{from, std::move(etf_bytes)});
-  herd::pid conn = connection_for(node);
-  if (!conn) {
+  auto r = route_with_room(node);
+  if (!r) {
+    // Not from a process (no connection is started there): only an existing one.
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
-    conn = it->second.proc;
+    r = route{it->second.proc, it->second.counters, false, me, 0};
   }
-  herd::send(conn, out_frame{frame_reg_send(me, from, name, etf_bytes)});
+  enqueue(*r, frame_reg_send(me, from, name, etf_bytes));
   return true;
 }
 
@@ -405,7 +498,16 @@ std::optional<remote_pid> describe(herd::pid p) {
 }
 
 herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) const {
-  return herd::binary_to_term(bytes, o);
+  herd::detail::atom_budget* b = origin ? node_atom_budget(origin) : nullptr;
+  herd::term_result<herd::term> t = [&] {
+    herd::detail::atom_charge_scope charge(b);
+    return herd::binary_to_term(bytes, o);
+  }();
+  // The first decode that finds the sender's share spent closes its
+  // connection (after the scope: a send may switch fibers).
+  if (!t && b && b->spent.load(std::memory_order_acquire) && !b->told.exchange(true))
+    close_for_atoms(node_name_of(origin));
+  return t;
 }
 
 herd::pid intern(const remote_pid& r) {
