@@ -17,6 +17,18 @@ install(DIRECTORY runtime/include/herd actors/include/herd supervisors/include/h
 install(FILES ${PROJECT_BINARY_DIR}/actors/generated/herd/actors/module_abi_config.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/herd/actors)
 install(FILES cmake/herd_module.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
+# herd::dist (an Erlang cluster member) only where it was built: it needs
+# erl_interface (erlang-dev). Its usage requirements name libei.a by path
+# and zlib (herdConfig.cmake finds ZLIB when dist is in the package).
+if(TARGET herd_dist)
+  set(HERD_PACKAGE_HAS_DIST ON)
+  install(TARGETS herd_dist EXPORT herdTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(DIRECTORY dist/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+else()
+  set(HERD_PACKAGE_HAS_DIST OFF)
+endif()
 install(EXPORT herdTargets NAMESPACE herd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 configure_package_config_file(cmake/herdConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/herdConfig.cmake

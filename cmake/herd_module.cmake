@@ -5,8 +5,8 @@
 #                                          an executable that loads modules; LIBS: which of
 #                                          herd's libraries modules may call (default: every
 #                                          layer: herd_runtime herd_actors herd_supervisors
-#                                          herd_net herd_tables herd_http herd_ws; herd::net is
-#                                          accepted for herd_net)
+#                                          herd_net herd_tables herd_http herd_ws, and herd_dist
+#                                          where it was built; herd::net is accepted for herd_net)
 #
 # Installed with herd (find_package(herd) provides both); also used in herd's own build.
 #
@@ -62,6 +62,10 @@ function(herd_module_host target)
   cmake_parse_arguments(H "" "" "LIBS" ${ARGN})
   if(NOT H_LIBS)
     set(H_LIBS herd_runtime herd_actors herd_supervisors herd_net herd_tables herd_http herd_ws)
+    # herd::dist is optional (it needs erl_interface): in the default set where it exists.
+    if(TARGET herd_dist OR TARGET herd::dist)
+      list(APPEND H_LIBS herd_dist)
+    endif()
   endif()
   set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
   foreach(lib ${H_LIBS})
@@ -100,7 +104,9 @@ function(herd_generate_module_abi out_dir)
     ${PROJECT_SOURCE_DIR}/tables/include/*.hpp
     # A WebSocket handler module compiles herd_http's and herd_ws's inline code and layouts.
     ${PROJECT_SOURCE_DIR}/http/include/*.hpp
-    ${PROJECT_SOURCE_DIR}/websocket/include/*.hpp)
+    ${PROJECT_SOURCE_DIR}/websocket/include/*.hpp
+    # herd::term's inline code and layout (a module that sends terms to other nodes).
+    ${PROJECT_SOURCE_DIR}/dist/include/*.hpp)
   list(SORT headers)
   set(all "")
   foreach(h ${headers})

@@ -68,7 +68,7 @@ stage "tsan build"
 # Only the executables the TSan stage runs (and what they depend on).
 tsan_tests=(runtime_tests actor_tests supervisor_tests net_tests net_load_tests observer_tests module_tests memory_transport_tests
             table_tests http_tests ws_core_tests ws_conn_tests ws_module_tests ws_observer_tests ws_c1000k_tests
-            dist_tests term_tests pg_dist_tests observer_nodes_tests)
+            dist_tests term_tests pg_dist_tests observer_nodes_tests term_cross_tests dist_links_tests dist_limits_tests)
 # Of the stress tests, those that finish in seconds under TSan (the
 # million-process spawns, the storms and the teardown take minutes each; the
 # idle-CPU figure is a speed claim TSan's overhead breaks).

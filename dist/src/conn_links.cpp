@@ -14,6 +14,7 @@
 
 #include "remote_pids.hpp"
 #include "state.hpp"
+#include "term_node.hpp"
 
 namespace herd::dist::detail {
 
@@ -76,8 +77,11 @@ void link_table::local(link_request& r, std::string& out) {
   }
 }
 
-bool link_table::remote(std::string_view body, std::string& out) {
-  auto f = decode_link_frame(me_, body);
+bool link_table::remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms) {
+  auto f = [&] {
+    herd::detail::atom_charge_scope charge(atoms);
+    return decode_link_frame(me_, body);
+  }();
   if (!f) return false;
   switch (f->op) {
     case ctl_link:

@@ -13,6 +13,10 @@
 
 #include "wire.hpp"
 
+namespace herd::detail {
+struct atom_budget;
+}
+
 namespace herd::dist::detail {
 
 // A signal from a local process to a remote one (or a monitor of a name
@@ -46,7 +50,8 @@ class link_table {
   void local(link_request& r, std::string& out);
   // A frame from the peer (LINK, UNLINK*, EXIT*, MONITOR_P_EXIT*). False
   // when it does not decode.
-  bool remote(std::string_view body, std::string& out);
+  // `atoms`: the connection's share of new atoms (the reason's decode takes from it).
+  bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr);
 
  private:
   struct mon {

@@ -30,7 +30,9 @@
 #include "conn_links.hpp"
 #include "epmd.hpp"
 #include "gen_adapt.hpp"
+#include "remote_pids.hpp"
 #include "state.hpp"
+#include "term_node.hpp"
 
 namespace herd::dist::detail {
 
@@ -86,20 +88,33 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
 }
 
 // A connection attempt that lost to the peer's own (simultaneous connect)
-// passes what senders queued for the node on to the winner.
-void forward_queued(const std::string& node) {
+// passes what senders queued for the node on to the winner (their bytes
+// move to the winner's queue).
+void forward_queued(const std::string& node, conn_counters& mine) {
   herd::pid winner;
+  std::shared_ptr<conn_counters> theirs;
   {
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end() || it->second.proc == herd::self()) return;
     winner = it->second.proc;
+    theirs = it->second.counters;
   }
   for (bool more = true; more;)
-    herd::receive([&](out_frame& f) { herd::send(winner, std::move(f)); },
-                  [&](link_request& r) { herd::send(winner, std::move(r)); },
-                  herd::after(milliseconds(0), [&] { more = false; }));
+    herd::receive(
+        [&](out_frame& f) {
+          mine.queued_bytes.fetch_sub(f.bytes.size(), std::memory_order_acq_rel);
+          if (theirs) theirs->queued_bytes.fetch_add(f.bytes.size(), std::memory_order_acq_rel);
+          herd::send(winner, std::move(f));
+        },
+        [&](link_request& r) { herd::send(winner, std::move(r)); }, herd::after(milliseconds(0), [&] { more = false; }));
 }
+
+// However a connection process ends, senders parked on its queue go on.
+struct queue_closer {
+  std::shared_ptr<conn_counters> c;
+  ~queue_closer() { c->wake_waiters(true); }
+};
 
 struct down_guard {
   const std::string& node;
@@ -110,14 +125,20 @@ struct down_guard {
 
 class link_loop {
  public:
-  link_loop(net::tcp_socket& s, const peer_info& peer) : s_(s), peer_(peer) {
-    rt::lock_guard g(state().mu);
-    me_ = state().self;
-    tick_ = state().ticktime;
+  link_loop(net::tcp_socket& s, const peer_info& peer, const std::shared_ptr<conn_counters>& c)
+      : s_(s), peer_(peer), stats_(c), origin_(node_number(peer.name)), atoms_(node_atom_budget(origin_)) {
+    uint32_t max_atoms;
+    {
+      rt::lock_guard g(state().mu);
+      me_ = state().self;
+      tick_ = state().ticktime;
+      limit_ = state().busy_limit;
+      max_atoms = state().max_atoms;
+    }
     stats_->tick_interval = std::max(tick_ / 4, milliseconds(1));
     stats_->last_received_ns.store(clk::now().time_since_epoch().count(), std::memory_order_relaxed);
-    auto it = state().conns.find(peer.name);
-    if (it != state().conns.end() && it->second.proc == herd::self()) it->second.counters = stats_;
+    // A new connection from the node: a fresh share of new atoms.
+    if (atoms_) atoms_->reset(max_atoms ? int64_t(max_atoms) : INT64_MAX);
   }
 
   std::string run() {
@@ -150,6 +171,7 @@ class link_loop {
           [&](const net::tcp_error& e) { why_ = e.err.message(); },
           [&](out_frame& f) {
             out_ += f.bytes;
+            tracked_ += f.bytes.size();  // its sender counted it
             stats_->messages_out.fetch_add(1, std::memory_order_relaxed);
           },
           [&](link_request& r) { links_.local(r, out_); },
@@ -159,8 +181,13 @@ class link_loop {
           },
           [&](const herd::down& d) { monitor_fired(d); }, herd::after(wait, [&] { idle = true; }));
       if (!why_.empty()) break;
+      if (atoms_ && atoms_->spent.load(std::memory_order_relaxed)) {
+        why_ = "its messages made more than " + std::to_string(atoms_max()) +
+               " new atoms (dist_options::max_atoms_per_connection)";
+        break;
+      }
       if (pending() && !want_write_ && (idle || herd::mailbox_size() == 0 || out_.size() - out_off_ >= batch_bytes)) flush();
-      stats_->queued_bytes.store(out_.size() - out_off_, std::memory_order_relaxed);
+      account();
       stats_->queued_frames.store(herd::mailbox_size(), std::memory_order_relaxed);
       now = clk::now();
       if (now >= next_tick) {
@@ -168,6 +195,7 @@ class link_loop {
         else if (now - last_send_ >= quarter && !pending()) {
           out_.append(4, '\0');
           flush();
+          account();
         }
         next_tick = now + quarter;
       }
@@ -177,6 +205,25 @@ class link_loop {
 
  private:
   bool pending() const { return out_off_ < out_.size(); }
+
+  uint32_t atoms_max() const {
+    rt::lock_guard g(state().mu);
+    return state().max_atoms;
+  }
+
+  // queued_bytes follows this process's unsent bytes: what it wrote itself
+  // (ticks, replies, link frames) goes on, what the kernel took comes off;
+  // senders' frames were put on by the senders. Parked senders go on once
+  // it is below the limit.
+  void account() {
+    std::size_t now = out_.size() - out_off_;
+    if (now > tracked_) stats_->queued_bytes.fetch_add(now - tracked_, std::memory_order_seq_cst);
+    else if (now < tracked_) stats_->queued_bytes.fetch_sub(tracked_ - now, std::memory_order_seq_cst);
+    tracked_ = now;
+    if (limit_ && stats_->has_waiters.load(std::memory_order_seq_cst) &&
+        stats_->queued_bytes.load(std::memory_order_seq_cst) < limit_)
+      stats_->wake_waiters(false);
+  }
 
   void flush() {
     auto r = s_.try_send(std::string_view(out_).substr(out_off_));
@@ -233,7 +280,7 @@ class link_loop {
       case ctl_send_tt:
       case ctl_send_sender:
         if (f->to.valid() && !f->to.is_remote() && !deliver_gen(f->to, f->from, f->payload, peer_.name))
-          herd::send(f->to, etf_message{f->from, std::string(f->payload)});
+          herd::send(f->to, etf_message{f->from, std::string(f->payload), origin_});
         break;
       case ctl_reg_send:
       case ctl_reg_send_tt:
@@ -245,7 +292,7 @@ class link_loop {
           }
         }
         if (!deliver_gen(f->to_name, f->from, f->payload, peer_.name))
-          herd::send(f->to_name, etf_message{f->from, std::string(f->payload)});
+          herd::send(f->to_name, etf_message{f->from, std::string(f->payload), origin_});
         break;
       case ctl_monitor_p:
         watch(*f);
@@ -267,7 +314,7 @@ class link_loop {
       case ctl_payload_monitor_p_exit:
       case ctl_unlink_id:
       case ctl_unlink_id_ack:
-        if (!links_.remote(body, out_)) why_ = "a link or exit frame this node cannot decode";
+        if (!links_.remote(body, out_, atoms_)) why_ = "a link or exit frame this node cannot decode";
         break;
       default:
         break;
@@ -339,7 +386,11 @@ class link_loop {
   std::map<std::string, herd::pid> by_ref_;
   net::tcp_socket& s_;
   const peer_info& peer_;
-  std::shared_ptr<conn_counters> stats_ = std::make_shared<conn_counters>();
+  std::shared_ptr<conn_counters> stats_;
+  uint32_t origin_;                    // the peer's node number (etf_message::origin)
+  herd::detail::atom_budget* atoms_;   // its share of new atoms (never freed)
+  std::size_t limit_ = 0;              // dist_buf_busy_limit
+  std::size_t tracked_ = 0;            // unsent bytes already in queued_bytes
   self_id me_;
   milliseconds tick_;
   bool send_sender_ = false;
@@ -360,56 +411,39 @@ identity my_identity() {
 
 }  // namespace
 
-herd::detail::remote_nodes_report nodes_report() {
-  struct row {
-    std::string node;
-    bool up;
-    std::shared_ptr<conn_counters> c;
-  };
-  herd::detail::remote_nodes_report out;
-  std::vector<row> rows;
-  {
-    rt::lock_guard g(state().mu);
-    if (!state().running) return out;
-    out.this_node = state().me.name;
-    for (auto& [n, e] : state().conns) rows.push_back({n, e.up, e.counters});
+// The node's pids go with its connection (unless another connection to it
+// has already taken over), and so do the unused pids of unconnected nodes.
+void sweep_after(const std::string& node) noexcept {
+  try {
+    std::vector<std::string> connected;
+    {
+      rt::lock_guard g(state().mu);
+      for (auto& [n, e] : state().conns)
+        if (e.proc != herd::self()) connected.push_back(n);
+    }  // a map: already sorted
+    bool taken_over = std::binary_search(connected.begin(), connected.end(), node);
+    sweep_remote_pids(taken_over ? std::string_view() : std::string_view(node), connected);
+  } catch (...) {
   }
-  const int64_t now = clk::now().time_since_epoch().count();
-  for (auto& r : rows) {
-    herd::detail::remote_node_stats s;
-    s.node = r.node;
-    s.up = r.up;
-    if (r.c) {
-      s.bytes_in = r.c->bytes_in.load(std::memory_order_relaxed);
-      s.bytes_out = r.c->bytes_out.load(std::memory_order_relaxed);
-      s.messages_in = r.c->messages_in.load(std::memory_order_relaxed);
-      s.messages_out = r.c->messages_out.load(std::memory_order_relaxed);
-      s.queued_bytes = r.c->queued_bytes.load(std::memory_order_relaxed);
-      s.queued_frames = r.c->queued_frames.load(std::memory_order_relaxed);
-      auto age = duration_cast<milliseconds>(clk::duration(std::max<int64_t>(0, now - r.c->last_received_ns.load(std::memory_order_relaxed))));
-      s.last_received_ms = age.count();
-      s.ticks_missed = uint64_t(age / r.c->tick_interval);
-    }
-    out.nodes.push_back(std::move(s));
-  }
-  return out;
 }
 
-void run_connection(net::tcp_socket& s, const peer_info& peer) {
+void run_connection(net::tcp_socket& s, const peer_info& peer, const std::shared_ptr<conn_counters>& c) {
   down_guard guard{peer.name};
-  guard.why = link_loop(s, peer).run();
+  guard.why = link_loop(s, peer, c).run();
   forget_gen_calls(peer.name);
   log("connection to " + peer.name + " ended: " + guard.why);
   s.close();
+  sweep_after(peer.name);
 }
 
-void initiate(std::string node) {
+void initiate(std::string node, std::shared_ptr<conn_counters> c) {
+  queue_closer closer{c};
   down_guard guard{node};
   auto fail = [&](const std::string& why, errc code = errc::connect) {
     guard.why = why;
     guard.code = code;
     log("cannot connect to " + node + ": " + why);
-    forward_queued(node);
+    forward_queued(node, *c);
   };
   auto at = node.find('@');
   std::string alive = node.substr(0, at), host = node.substr(at + 1);
@@ -423,11 +457,13 @@ void initiate(std::string node) {
   if (!peer) return fail(peer.error().message(), peer.error().code == errc::not_allowed ? errc::not_allowed : errc::connect);
   if (peer->name != node) return fail("the node on that port is " + peer->name);
   if (!mark_up(*peer)) return fail("superseded by the peer's own connection");
-  run_connection(*s, *peer);
+  run_connection(*s, *peer, c);
 }
 
 void accept_node(net::tcp_socket s) {
   identity me = my_identity();
+  auto c = std::make_shared<conn_counters>();
+  queue_closer closer{c};
   std::string claimed;
   // Unwound mid-handshake (the node stopping): the entry it claimed goes.
   down_guard guard{claimed};
@@ -438,7 +474,7 @@ void accept_node(net::tcp_socket s) {
     claimed = peer;
     auto it = st.conns.find(peer);
     if (it == st.conns.end()) {
-      st.conns[peer] = conn_entry{herd::self(), false, false, 0, {}};
+      st.conns[peer] = conn_entry{herd::self(), false, false, 0, {}, c};
       return "ok";
     }
     if (!it->second.up) {
@@ -449,11 +485,13 @@ void accept_node(net::tcp_socket s) {
       }
       herd::send(it->second.proc, close_connection{"superseded"});
       it->second.proc = herd::self();
+      it->second.counters = c;
       return "ok_simultaneous";
     }
     // It has restarted (it thinks it has no connection to us): the old one goes.
     herd::send(it->second.proc, close_connection{"replaced by a new connection from " + peer});
     it->second.proc = herd::self();
+    it->second.counters = c;
     it->second.up = false;
     return "alive";
   };
@@ -464,7 +502,7 @@ void accept_node(net::tcp_socket s) {
     return;
   }
   if (!mark_up(*peer)) return;
-  run_connection(s, *peer);
+  run_connection(s, *peer, c);
 }
 
 }  // namespace herd::dist::detail

@@ -19,7 +19,9 @@
 #include "gen_adapt.hpp"
 #include "pg_scope.hpp"
 #include "remote_pids.hpp"
+#include "send_queue.hpp"
 #include "state.hpp"
+#include "term_node.hpp"
 
 namespace herd::dist {
 
@@ -39,29 +41,6 @@ struct published_result {
   uint32_t creation = 0;
   std::string why;
 };
-
-bool send_remote(herd::pid to, std::string bytes) {
-  auto r = lookup_remote(to);
-  if (!r) return false;
-  herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
-  herd::pid conn;
-  bool sender = false;
-  self_id me;
-  {
-    rt::lock_guard g(state().mu);
-    if (!state().running) return false;
-    me = state().self;
-    auto it = state().conns.find(r->node);
-    if (it != state().conns.end()) {
-      conn = it->second.proc;
-      sender = it->second.up && (it->second.peer_flags & dflag_send_sender);
-    }
-  }
-  if (!conn) conn = connection_for(r->node);
-  if (!conn) return false;
-  herd::send(conn, out_frame{frame_send(me, from, to, bytes, sender)});
-  return true;
-}
 
 }  // namespace
 
@@ -100,8 +79,21 @@ bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   }
 }
 
-namespace {
+void close_for_atoms(const std::string& node) {
+  herd::pid conn;
+  uint32_t limit = 0;
+  {
+    rt::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end()) return;
+    conn = it->second.proc;
+    limit = state().max_atoms;
+  }
+  herd::send(conn, close_connection{"its messages made more than " + std::to_string(limit) +
+                                    " new atoms (dist_options::max_atoms_per_connection)"});
+}
 
+namespace {
 
 // Owns the epmd registration (its socket) for the node's distribution
 // lifetime; when it ends — stop(), or the node shutting down — distribution
@@ -162,15 +154,19 @@ result<std::string> node_name(const dist_options& o) {
 
 }  // namespace
 
+conn_entry& start_initiator(std::string_view node) {
+  auto c = std::make_shared<conn_counters>();
+  herd::pid p = herd::spawn([n = std::string(node), c] { initiate(n, c); });
+  return state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}, c}).first->second;
+}
+
 herd::pid connection_for(std::string_view node) {
   if (node.find('@') == std::string_view::npos || !herd::in_process()) return herd::no_pid;
   rt::lock_guard g(state().mu);
   if (!state().running || node == state().me.name) return herd::no_pid;
   auto it = state().conns.find(node);
   if (it != state().conns.end()) return it->second.proc;
-  herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
-  state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}});
-  return p;
+  return start_initiator(node).proc;
 }
 
 }  // namespace detail
@@ -245,6 +241,8 @@ result<std::string> start(const dist_options& o) {
     state().me = identity{*name, cookie, pub.creation, flags};
     state().self = self_id{*name, pub.creation};
     state().ticktime = o.net_ticktime;
+    state().max_atoms = o.max_atoms_per_connection;
+    state().busy_limit = o.dist_buf_busy_limit;
     state().running = true;
   }
   install_remote_hooks();
@@ -299,11 +297,8 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
     if (node == state().me.name) return {};
     auto it = state().conns.find(node);
     if (it != state().conns.end() && it->second.up) return {};
-    if (it == state().conns.end()) {
-      herd::pid p = herd::spawn([n = std::string(node)] { initiate(n); });
-      it = state().conns.emplace(std::string(node), conn_entry{p, false, true, 0, {}}).first;
-    }
-    it->second.waiters.push_back(herd::self());
+    conn_entry& e = it == state().conns.end() ? start_initiator(node) : it->second;
+    e.waiters.push_back(herd::self());
   }
   result<> out = error{errc::timeout, "no connection to " + std::string(node) + " within the timeout"};
   herd::receive(herd::when([&](const connect_result& r) { return r.node == node; },
@@ -321,18 +316,18 @@ result<> connect(std::string_view node, std::chrono::milliseconds timeout) {
 
 bool ping(std::string_view node, std::chrono::milliseconds timeout) {
   if (!connect(node, timeout)) return false;
-  herd::pid conn;
-  self_id me;
+  route r;
   {
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
-    conn = it->second.proc;
-    me = state().self;
+    r.conn = it->second.proc;
+    r.q = it->second.counters;
+    r.me = state().self;
   }
   std::string ref;
-  std::string call = is_auth_call(me, herd::self(), ref);
-  herd::send(conn, out_frame{frame_reg_send(me, herd::self(), "net_kernel", call)});
+  std::string call = is_auth_call(r.me, herd::self(), ref);
+  enqueue(r, frame_reg_send(r.me, herd::self(), "net_kernel", call));
   bool pong = false;
   herd::receive(herd::when([&](const etf_message& m) { return is_auth_yes(m.bytes, ref); },
                            [&](const etf_message&) { pong = true; }),
@@ -386,14 +381,15 @@ bool send(std::string_view name, std::string_view node, std::string etf_bytes) {
   }
   herd::pid from = herd::in_process() ? herd::self() : herd::no_pid;
   if (node == me.name) return herd::send(name, etf_message{from, std::move(etf_bytes)});
-  herd::pid conn = connection_for(node);
-  if (!conn) {
+  auto r = route_with_room(node);
+  if (!r) {
+    // Not from a process (no connection is started there): only an existing one.
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return false;
-    conn = it->second.proc;
+    r = route{it->second.proc, it->second.counters, false, me, 0};
   }
-  herd::send(conn, out_frame{frame_reg_send(me, from, name, etf_bytes)});
+  enqueue(*r, frame_reg_send(me, from, name, etf_bytes));
   return true;
 }
 
@@ -405,7 +401,16 @@ std::optional<remote_pid> describe(herd::pid p) {
 }
 
 herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) const {
-  return herd::binary_to_term(bytes, o);
+  herd::detail::atom_budget* b = origin ? node_atom_budget(origin) : nullptr;
+  herd::term_result<herd::term> t = [&] {
+    herd::detail::atom_charge_scope charge(b);
+    return herd::binary_to_term(bytes, o);
+  }();
+  // The first decode that finds the sender's share spent closes its
+  // connection (after the scope: a send may switch fibers).
+  if (!t && b && b->spent.load(std::memory_order_acquire) && !b->told.exchange(true))
+    close_for_atoms(node_name_of(origin));
+  return t;
 }
 
 herd::pid intern(const remote_pid& r) {

@@ -23,7 +23,9 @@
 #include <unordered_map>
 
 #include "gen_adapt.hpp"
+#include "remote_pids.hpp"
 #include "state.hpp"
+#include "term_node.hpp"
 
 namespace herd::dist {
 
@@ -81,7 +83,11 @@ bool looks_gen(std::string_view payload) {
 bool deliver_gen(herd::pid to, herd::pid from, std::string_view payload, const std::string& node) {
   (void)from;
   if (!looks_gen(payload) || !to.valid() || to.is_remote() || !is_exported(to)) return false;
-  auto t = binary_to_term(payload);
+  auto t = [&] {
+    // New atoms in a request come out of the connection's share.
+    herd::detail::atom_charge_scope charge(node_atom_budget(node_number(node)));
+    return binary_to_term(payload);
+  }();
   if (!t || !t->is_tuple() || t->size() < 2) return false;
   const herd::term& m = *t;
   if (m[0].is_atom(gen_cast_atom()) && m.size() == 2) {

@@ -123,7 +123,7 @@ call_result<herd::term> call_remote(const target& t, const herd::term& req, mill
                      return m.bytes.size() > prefix.size() && std::memcmp(m.bytes.data(), prefix.data(), prefix.size()) == 0;
                    },
                    [&](etf_message& m) {
-                     auto r = herd::binary_to_term(m.bytes);
+                     auto r = m.term();
                      if (!r || !r->is_tuple() || r->size() != 2) out = call_failure{call_errc::bad_reply, "undecodable reply"};
                      else out = (*r)[1];
                    }),

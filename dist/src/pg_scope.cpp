@@ -171,7 +171,7 @@ class scope_sync {
   }
 
   void from_peer(const herd::dist::etf_message& m) {
-    auto t = herd::binary_to_term(m.bytes);
+    auto t = m.term();
     if (!t || !t->is_tuple() || t->size() < 2 || !(*t)[0].is_atom()) return;
     const herd::term& msg = *t;
     std::string_view tag = msg[0].as_atom().text();

@@ -4,34 +4,70 @@
 #include <herd/actors/detail/remote.hpp>
 
 #include "conn_links.hpp"
+#include "term_node.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <tuple>
+#include <vector>
 
 namespace herd::dist::detail {
 
 namespace {
 
 struct entry {
-  uint32_t node_no;
-  uint32_t id, serial, creation;
+  uint32_t node_no = 0;
+  uint32_t id = 0, serial = 0, creation = 0;
+  uint32_t gen = 0;   // the slot's generation: the herd::pid's
+  bool live = false;
+  // The sweep epoch it was last interned in (a hit refreshes it under the
+  // shared lock, hence atomic).
+  mutable std::atomic<uint64_t> epoch{0};
 };
+
+struct node_rec {
+  explicit node_rec(std::string n) : name(std::move(n)) {}
+  std::string name;
+  mutable herd::detail::atom_budget atoms;  // atomics: charged under no lock of this table
+};
+
+using key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
 
 struct table {
   rt::shared_mutex mu;
-  std::deque<std::string> node_names HERD_GUARDED_BY(mu);  // node_no - 1 -> name
+  std::deque<node_rec> nodes HERD_GUARDED_BY(mu);  // node_no - 1 -> name (never shrinks, never moves)
   std::map<std::string, uint32_t, std::less<>> node_numbers HERD_GUARDED_BY(mu);
   std::deque<entry> entries HERD_GUARDED_BY(mu);  // index & ~remote_pid_bit -> entry
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint32_t> by_key HERD_GUARDED_BY(mu);
+  std::map<key, uint32_t> by_key HERD_GUARDED_BY(mu);
+  std::vector<uint32_t> free_slots HERD_GUARDED_BY(mu);
+  std::atomic<uint64_t> epoch{1};
+  std::size_t live HERD_GUARDED_BY(mu) = 0;
 };
 
 table& the_table() {
   static table* t = new table;  // never destroyed: remote pids may be printed during exit
   return *t;
+}
+
+uint32_t node_number_locked(table& t, std::string_view node) HERD_REQUIRES(t.mu) {
+  auto n = t.node_numbers.find(node);
+  if (n != t.node_numbers.end()) return n->second;
+  t.nodes.emplace_back(std::string(node));
+  auto no = uint32_t(t.nodes.size());
+  t.node_numbers.emplace(std::string(node), no);
+  return no;
+}
+
+const entry* live_entry(const table& t, herd::pid p) HERD_REQUIRES_SHARED(t.mu) {
+  uint32_t i = p.index & ~remote_pid_bit;
+  if (i >= t.entries.size()) return nullptr;
+  const entry& e = t.entries[i];
+  return e.live && e.gen == p.generation ? &e : nullptr;
 }
 
 }  // namespace
@@ -49,49 +85,126 @@ void install_remote_hooks() {
 herd::pid intern_remote(const remote_pid& r) {
   install_remote_hooks();
   table& t = the_table();
+  const uint64_t now = t.epoch.load(std::memory_order_relaxed);
   {
     rt::shared_lock g(t.mu);
     auto n = t.node_numbers.find(r.node);
     if (n != t.node_numbers.end()) {
       auto e = t.by_key.find({n->second, r.id, r.serial, r.creation});
-      if (e != t.by_key.end()) return herd::pid{e->second | remote_pid_bit, 0};
+      if (e != t.by_key.end()) {
+        const entry& x = t.entries[e->second];
+        if (x.epoch.load(std::memory_order_relaxed) != now)
+          x.epoch.store(now, std::memory_order_relaxed);
+        return herd::pid{e->second | remote_pid_bit, x.gen};
+      }
     }
   }
   rt::lock_guard g(t.mu);
-  auto n = t.node_numbers.find(r.node);
-  uint32_t no;
-  if (n == t.node_numbers.end()) {
-    t.node_names.push_back(r.node);
-    no = uint32_t(t.node_names.size());
-    t.node_numbers.emplace(r.node, no);
-  } else {
-    no = n->second;
+  uint32_t no = node_number_locked(t, r.node);
+  auto [it, fresh] = t.by_key.try_emplace({no, r.id, r.serial, r.creation}, 0);
+  if (fresh) {
+    uint32_t i;
+    if (!t.free_slots.empty()) {
+      i = t.free_slots.back();
+      t.free_slots.pop_back();
+    } else {
+      i = uint32_t(t.entries.size());
+      t.entries.emplace_back();
+    }
+    entry& e = t.entries[i];
+    e.node_no = no;
+    e.id = r.id;
+    e.serial = r.serial;
+    e.creation = r.creation;
+    e.live = true;
+    it->second = i;
+    ++t.live;
   }
-  auto [it, fresh] = t.by_key.try_emplace({no, r.id, r.serial, r.creation}, uint32_t(t.entries.size()));
-  if (fresh) t.entries.push_back(entry{no, r.id, r.serial, r.creation});
-  return herd::pid{it->second | remote_pid_bit, 0};
+  entry& e = t.entries[it->second];
+  e.epoch.store(t.epoch.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  return herd::pid{it->second | remote_pid_bit, e.gen};
 }
 
 std::optional<remote_pid> lookup_remote(herd::pid p) {
   if (!p.is_remote()) return std::nullopt;
   table& t = the_table();
   rt::shared_lock g(t.mu);
-  uint32_t i = p.index & ~remote_pid_bit;
-  if (i >= t.entries.size()) return std::nullopt;
-  const entry& e = t.entries[i];
-  return remote_pid{t.node_names[e.node_no - 1], e.id, e.serial, e.creation};
+  const entry* e = live_entry(t, p);
+  if (!e) return std::nullopt;
+  return remote_pid{t.nodes[e->node_no - 1].name, e->id, e->serial, e->creation};
 }
 
 std::string format_remote(herd::pid p) {
   table& t = the_table();
   rt::shared_lock g(t.mu);
-  uint32_t i = p.index & ~remote_pid_bit;
   char buf[48];
-  int n = i < t.entries.size()
-              ? std::snprintf(buf, sizeof buf, "<%u.%u.%u>", t.entries[i].node_no, t.entries[i].id,
-                              t.entries[i].serial)
-              : std::snprintf(buf, sizeof buf, "<remote.%u>", i);
+  const entry* e = live_entry(t, p);
+  int n = e ? std::snprintf(buf, sizeof buf, "<%u.%u.%u>", e->node_no, e->id, e->serial)
+            : std::snprintf(buf, sizeof buf, "<remote.%u.%u>", p.index & ~remote_pid_bit, p.generation);
   return std::string(buf, std::size_t(n));
+}
+
+uint32_t node_number(std::string_view node) {
+  if (node.empty()) return 0;
+  table& t = the_table();
+  {
+    rt::shared_lock g(t.mu);
+    if (auto n = t.node_numbers.find(node); n != t.node_numbers.end()) return n->second;
+  }
+  rt::lock_guard g(t.mu);
+  return node_number_locked(t, node);
+}
+
+herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  // A deque's elements never move: the budget outlives the lock.
+  return node_no >= 1 && node_no <= t.nodes.size() ? &t.nodes[node_no - 1].atoms : nullptr;
+}
+
+std::string node_name_of(uint32_t node_no) {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  return node_no >= 1 && node_no <= t.nodes.size() ? t.nodes[node_no - 1].name : std::string();
+}
+
+std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::string>& connected) {
+  table& t = the_table();
+  rt::lock_guard g(t.mu);
+  const uint64_t now = t.epoch.load(std::memory_order_relaxed);
+  uint32_t ended_no = 0;
+  if (auto n = t.node_numbers.find(ended); !ended.empty() && n != t.node_numbers.end()) ended_no = n->second;
+  std::vector<char> unconnected(t.nodes.size() + 1, 0);
+  for (std::size_t no = 1; no <= t.nodes.size(); ++no)
+    unconnected[no] = !std::binary_search(connected.begin(), connected.end(), t.nodes[no - 1].name);
+  std::size_t gone = 0;
+  for (auto it = t.by_key.begin(); it != t.by_key.end();) {
+    uint32_t no = std::get<0>(it->first);
+    entry& e = t.entries[it->second];
+    bool drop = no == ended_no || (unconnected[no] && e.epoch.load(std::memory_order_relaxed) < now);
+    if (!drop) {
+      ++it;
+      continue;
+    }
+    e.live = false;
+    // A slot whose generation would wrap is retired: an old pid must never
+    // name a new process.
+    if (e.gen != UINT32_MAX) {
+      ++e.gen;
+      t.free_slots.push_back(it->second);
+    }
+    it = t.by_key.erase(it);
+    --t.live;
+    ++gone;
+  }
+  t.epoch.store(now + 1, std::memory_order_relaxed);
+  return gone;
+}
+
+std::size_t remote_pid_count() {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  return t.live;
 }
 
 }  // namespace herd::dist::detail

@@ -37,15 +37,6 @@ void delete_node(rep r, term_node* n) noexcept {
 
 }  // namespace
 
-term term::adopt(rep r, term_node* n) noexcept {
-  term t;
-  t.rep_ = r;
-  t.u_.p = n;
-  return t;
-}
-
-term_node* term::node() const noexcept { return heap() ? u_.p : nullptr; }
-
 term::term(const term& o) noexcept : rep_(o.rep_), aux_(o.aux_), u_(o.u_) {
   if (heap()) u_.p->refs.fetch_add(1, std::memory_order_relaxed);
 }
@@ -125,7 +116,7 @@ term detail::term_access::make_integer(bool neg, std::vector<uint8_t> mag) {
   auto* n = new big_node;
   n->neg = neg;
   n->mag = std::move(mag);
-  return term::adopt(rep::big, n);
+  return term_access::adopt(rep::big, n);
 }
 
 term term::integer(bool negative, std::span<const uint8_t> magnitude_le) {
@@ -141,7 +132,7 @@ term term::tuple(std::vector<term> elems) {
   }
   auto* n = new detail::tuple_node;
   n->elems = std::move(elems);
-  return adopt(rep::tuple, n);
+  return term_access::adopt(rep::tuple, n);
 }
 
 term term::list(std::vector<term> elems, term tail) {
@@ -155,7 +146,7 @@ term term::list(std::vector<term> elems, term tail) {
   auto* n = new detail::list_node;
   n->elems = std::move(elems);
   n->tail = std::move(tail);
-  return adopt(rep::list, n);
+  return term_access::adopt(rep::list, n);
 }
 
 term detail::term_access::make_map_unique(std::vector<std::pair<term, term>> pairs) {
@@ -165,7 +156,7 @@ term detail::term_access::make_map_unique(std::vector<std::pair<term, term>> pai
   for (uint32_t i = 0; i < n->order.size(); ++i) n->order[i] = i;
   std::sort(n->order.begin(), n->order.end(),
             [n](uint32_t a, uint32_t b) { return detail::key_less(n->pairs[a].first, n->pairs[b].first); });
-  return term::adopt(rep::map, n);
+  return term_access::adopt(rep::map, n);
 }
 
 bool detail::term_access::has_duplicate_key(const map_node& m) noexcept {
@@ -203,7 +194,7 @@ term term::bitstring(std::string_view bytes, unsigned last_bits) {
   n->bytes.assign(bytes);
   n->last_bits = uint8_t(last_bits);
   if (last_bits < 8) n->bytes.back() = char(uint8_t(n->bytes.back()) & uint8_t(0xFF << (8 - last_bits)));
-  return adopt(rep::bits, n);
+  return term_access::adopt(rep::bits, n);
 }
 
 term term::string(std::string_view utf8) {
@@ -223,19 +214,19 @@ term term::string(std::string_view utf8) {
 term term::pid(const erl_pid& p) {
   auto* n = new detail::pid_node;
   n->v = p;
-  return adopt(rep::pid, n);
+  return term_access::adopt(rep::pid, n);
 }
 term term::port(const erl_port& p) {
   auto* n = new detail::port_node;
   n->v = p;
-  return adopt(rep::port, n);
+  return term_access::adopt(rep::port, n);
 }
 term term::reference(const erl_ref& r) {
   if (r.len < 1 || r.len > 5) throw std::invalid_argument("herd::term::reference: 1 to 5 words");
   auto* n = new detail::ref_node;
   n->v = r;
   std::fill(n->v.ids.begin() + r.len, n->v.ids.end(), 0u);
-  return adopt(rep::ref, n);
+  return term_access::adopt(rep::ref, n);
 }
 
 term::kind term::type() const noexcept {

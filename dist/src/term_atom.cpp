@@ -18,6 +18,20 @@
 namespace herd {
 namespace {
 
+thread_local detail::atom_budget* tls_budget = nullptr;
+
+// Not inlined, with a barrier: never a thread-local address kept in a
+// register across a suspension (none happens inside a decode, but callers
+// of the scope run on fibers).
+[[gnu::noinline]] detail::atom_budget* charged_budget() noexcept {
+  asm volatile("" ::: "memory");
+  return tls_budget;
+}
+[[gnu::noinline]] void set_charged_budget(detail::atom_budget* b) noexcept {
+  asm volatile("" ::: "memory");
+  tls_budget = b;
+}
+
 constexpr uint32_t chunk_bits = 12;
 constexpr uint32_t chunk_size = 1u << chunk_bits;
 constexpr uint32_t max_chunks = 256;
@@ -48,6 +62,14 @@ class atom_table {
     if (auto it = index_.find(s); it != index_.end()) return atom::from_index(it->second);
     if (next_ >= atom_limit)
       return term_error{term_errc::atom_table_full, 0, std::to_string(atom_limit) + " atoms"};
+    if (detail::atom_budget* b = charged_budget()) {
+      // Under the table's lock: charges are counted exactly, one per atom made.
+      if (b->left.load(std::memory_order_relaxed) <= 0) {
+        b->spent.store(true, std::memory_order_release);
+        return term_error{term_errc::atom_table_full, 0, "the sender's share of new atoms is spent"};
+      }
+      b->left.fetch_sub(1, std::memory_order_relaxed);
+    }
     return atom::from_index(intern_locked(s));
   }
 
@@ -104,6 +126,9 @@ atom_table& table() {
 }  // namespace
 
 namespace detail {
+atom_charge_scope::atom_charge_scope(atom_budget* b) noexcept : prev_(charged_budget()) { set_charged_budget(b); }
+atom_charge_scope::~atom_charge_scope() { set_charged_budget(prev_); }
+
 long utf8_code_points(std::string_view s) noexcept {
   long n = 0;
   std::size_t i = 0;

@@ -204,7 +204,7 @@ term term::export_fun(atom module, atom function, uint8_t arity) {
   put8(enc, arity);
   auto* n = new detail::fun_node;
   n->enc = std::move(enc);
-  return adopt(rep::fun, n);
+  return term_access::adopt(rep::fun, n);
 }
 
 }  // namespace herd

@@ -57,7 +57,12 @@ struct term_access {
   static int64_t small(const term& t) noexcept { return t.u_.i; }
   static double flt(const term& t) noexcept { return t.u_.d; }
   static uint32_t atom_index(const term& t) noexcept { return t.aux_; }
-  static term adopt(rep r, term_node* n) noexcept { return term::adopt(r, n); }
+  static term adopt(rep r, term_node* n) noexcept {
+    term t;
+    t.rep_ = r;
+    t.u_.p = n;
+    return t;
+  }
   template <class N>
   static const N& as(const term& t) noexcept { return *static_cast<const N*>(t.u_.p); }
   // An integer from a sign and little-endian magnitude (trimmed here): inline when it fits.
@@ -80,5 +85,32 @@ int compare_big_double(bool neg, const std::vector<uint8_t>& mag, double d) noex
 
 // UTF-8 checks (term_atom.cpp): code points, or -1 if not valid UTF-8.
 long utf8_code_points(std::string_view s) noexcept;
+
+// A share of the node-wide atom table (herd::dist gives one to each
+// connection): while an atom_charge_scope is open on a thread, every atom
+// that thread's decodes add to the table takes one from `left`; with none
+// left the atom is refused (atom_table_full, "share spent") and `spent` set.
+struct atom_budget {
+  std::atomic<int64_t> left{0};
+  std::atomic<bool> spent{false};
+  std::atomic<bool> told{false};  // the owner was told once (herd::dist: the connection closes)
+  void reset(int64_t n) noexcept {
+    left.store(n, std::memory_order_relaxed);
+    told.store(false, std::memory_order_relaxed);
+    spent.store(false, std::memory_order_release);
+  }
+};
+// Decoding does not suspend: a thread-local (read through a non-inlined
+// accessor) is safe between its construction and destruction.
+class atom_charge_scope {
+ public:
+  explicit atom_charge_scope(atom_budget* b) noexcept;
+  ~atom_charge_scope();
+  atom_charge_scope(const atom_charge_scope&) = delete;
+  atom_charge_scope& operator=(const atom_charge_scope&) = delete;
+
+ private:
+  atom_budget* prev_;
+};
 
 }  // namespace herd::detail

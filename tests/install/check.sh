@@ -21,6 +21,14 @@ cmake --build "$scratch/user" -v | tee "$scratch/build.log" >/dev/null
 grep -q -- "-fstack-clash-protection" "$scratch/build.log"
 "$scratch/user/herd_user"
 "$scratch/user/web_user"
+# herd::dist is installed where it was built (erl_interface present).
+if [[ -e "$build/dist/libherd_dist.a" ]]; then
+  for f in include/herd/dist/node.hpp lib/libherd_dist.a; do
+    [[ -e "$prefix/$f" ]] || { echo "not installed: $f"; exit 1; }
+  done
+  [[ -x "$scratch/user/dist_user" ]] || { echo "dist_user was not built: no herd::dist in the package"; exit 1; }
+  "$scratch/user/dist_user"
+fi
 echo "find_package(herd): ok"
 
 "$scratch/user/user_module_host" "$scratch/user/every_public_function.so"

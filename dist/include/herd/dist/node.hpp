@@ -29,6 +29,7 @@
 #include <herd/dist/term_convert.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,6 +71,18 @@ struct dist_options {
   std::chrono::milliseconds net_ticktime{60000};
   bool hidden = false;  // true: BEAM nodes list us in nodes(hidden) only
   uint16_t port = 0;    // the port to listen on; 0: any
+  // New atoms the messages of one connection may add to the node-wide atom
+  // table (atom::max_atoms(), as BEAM's) when decoded with etf_message::term()
+  // and in the connection's own frames. Past it such a decode fails
+  // (atom_table_full, "share ... spent") and the connection closes; the
+  // next connection from that node starts afresh. 0: no share, the
+  // node-wide limit only.
+  uint32_t max_atoms_per_connection = 65536;
+  // Erlang's dist_buf_busy_limit: with this many bytes queued for a
+  // connection, a process sending to that node waits (parked, its worker
+  // free) until the connection has written them down below it, or ends.
+  // Threads that are not processes never wait. 0: never wait.
+  std::size_t dist_buf_busy_limit = std::size_t(1) << 20;
 };
 
 // Payload of a message from another node, as the local receiver gets it.
@@ -77,6 +90,9 @@ struct dist_options {
 struct etf_message {
   herd::pid from;
   std::string bytes;  // one term in the external term format, with its 131
+  // The node it came from, by its number here (0: a local send): new atoms
+  // that term() makes are charged to that connection (max_atoms_per_connection).
+  uint32_t origin = 0;
 
   // The term, decoded now (each call decodes again: keep the result). The
   // decoder is bounded (term_codec.hpp): a malformed or hostile payload is

@@ -193,8 +193,6 @@ class term {
   friend struct detail::term_access;
   enum class rep : uint8_t { small, big, flt, atom, nil, tuple, list, map, bits, pid, port, ref, fun };
   static term from_u64(uint64_t v);
-  static term adopt(rep r, detail::term_node* n) noexcept;
-  detail::term_node* node() const noexcept;
   bool heap() const noexcept { return rep_ == rep::big || rep_ >= rep::list || (rep_ == rep::tuple && u_.p); }
   rep rep_;
   uint32_t aux_ = 0;

@@ -1,0 +1,349 @@
+// What one connection may cost this node: a peer's new atoms come out of a
+// per-connection share (max_atoms_per_connection), the remote pids it
+// brought go when it ends, and a process sending to a peer that does not
+// read waits once dist_buf_busy_limit bytes are queued. The peer is a fake
+// node in this test process: the real handshake on a TCP connection to our
+// own listener, then hand-made frames (or none read at all). Every wait is
+// bounded; nothing outside this process is started but epmd.
+#include <herd/actors.hpp>
+#include <herd/actors/introspect.hpp>
+#include <herd/dist/node.hpp>
+#include <herd/net/tcp.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "bytes.hpp"
+#include "epmd.hpp"
+#include "handshake.hpp"
+#include "peers.hpp"
+#include "remote_pids.hpp"
+#include "state.hpp"
+#include "support/node_fixture.hpp"
+#include "support/scale.hpp"
+#include "wire.hpp"
+
+using namespace std::chrono_literals;
+using herd::atom;
+using herd::term;
+namespace dd = herd::dist::detail;
+
+namespace {
+
+const std::string cookie = "herd_conn_limits_cookie";
+
+herd::dist::dist_options dist_opts(const std::string& base) {
+  herd::dist::dist_options o;
+  o.sname = herd::test::unique_sname(base);
+  o.cookie = cookie;
+  return o;
+}
+
+// The node's log in a file for the test's length.
+struct log_to_file {
+  std::string path = "/tmp/herd_conn_limits_" + std::to_string(::getpid()) + ".log";
+  log_to_file() {
+    std::remove(path.c_str());
+    herd::set_log_file(path);
+  }
+  ~log_to_file() {
+    herd::log_flush();
+    herd::set_log_stderr();
+    std::remove(path.c_str());
+  }
+  std::string text() const {
+    herd::log_flush();
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+};
+
+// A node that is this test process: connected to `node`'s listener and
+// through the handshake, from the calling process (which owns the socket).
+struct fake_node {
+  dd::identity id;
+  std::optional<herd::net::tcp_socket> sock;
+  std::string err;
+
+  fake_node(const std::string& node, const std::string& base) {
+    std::string host = herd::test::short_host();
+    id = dd::identity{herd::test::unique_sname(base) + "@" + host, cookie, 7,
+                      dd::dflag_mandatory | dd::dflag_send_sender | dd::dflag_v4_nc | dd::dflag_dist_monitor};
+    auto np = dd::epmd_port_please(host, node.substr(0, node.find('@')));
+    if (!np) {
+      err = np.error().message();
+      return;
+    }
+    auto s = herd::net::tcp_socket::connect(host, np->port, 10s);
+    if (!s) {
+      err = s.error().message();
+      return;
+    }
+    auto peer = dd::handshake_connect(*s, id, node, 10s);
+    if (!peer) {
+      err = peer.error().message();
+      return;
+    }
+    sock.emplace(std::move(*s));
+  }
+  dd::self_id self() const { return dd::self_id{id.name, id.creation}; }
+  // REG_SEND from this node's process <id.0> to `name`.
+  bool reg_send(uint32_t from_id, const std::string& name, const term& msg) {
+    return reg_send_raw(from_id, name, herd::term_to_binary(msg));
+  }
+  bool reg_send_raw(uint32_t from_id, const std::string& name, const std::string& payload) {
+    std::string f = dd::frame_reg_send(self(), herd::pid{from_id, 0}, name, payload);
+    auto w = sock->send(f, 10s);
+    if (!w) err = w.error().message();
+    return bool(w);
+  }
+  // True once the node closed the connection (ticks are read and dropped).
+  bool closed_within(std::chrono::seconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto r = sock->recv(0, 1s);
+      if (!r && r.error().code != herd::net::errc::timeout) return true;
+    }
+    return false;
+  }
+};
+
+std::optional<herd::detail::remote_node_stats> row_of(const std::string& node) {
+  for (auto& r : dd::nodes_report().nodes)
+    if (r.node == node) return r;
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("a peer whose messages make more new atoms than max_atoms_per_connection is cut off, and the table grows by the share only") {
+  log_to_file log;
+  std::string err, first_refusal;
+  int decoded = 0, refused = 0, sent = 0;
+  uint32_t atoms_before = 0, atoms_after = 0;
+  bool closed = false;
+  constexpr int share = 50, attempts = 200;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("atoms");
+    o.max_atoms_per_connection = share;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::pid main = herd::self();
+    // Decodes every message it gets (what a receiver of peer terms does).
+    herd::pid sink = herd::spawn([main, &decoded, &refused, &first_refusal] {
+      herd::register_name("atom_sink", herd::self());
+      herd::send(main, term(atom("ready")));
+      for (;;)
+        herd::receive([&](const herd::dist::etf_message& m) {
+          auto t = m.term();
+          if (t) ++decoded;
+          else if (refused++ == 0) first_refusal = t.error().message();
+        }, [](const term&) { herd::exit(herd::exit_reason::normal()); });
+    });
+    herd::receive([](const term&) {});
+    fake_node fake(*me, "atomfake");
+    if (!fake.sock) return void(err = fake.err);
+    (void)atom("stop");  // the sink's stop, made before the count is taken
+    atoms_before = herd::atom::count();
+    // Each payload one atom nobody has made: written byte by byte
+    // (SMALL_ATOM_UTF8_EXT), as herd::atom here would intern it first.
+    const std::string stem = "conn_limits_" + std::to_string(::getpid()) + "_";
+    for (int i = 0; i < attempts; ++i) {
+      std::string text = stem + std::to_string(i);
+      std::string payload = {char(131), char(119), char(text.size())};
+      payload += text;
+      if (!fake.reg_send_raw(1, "atom_sink", payload)) break;
+      ++sent;
+    }
+    closed = fake.closed_within(30s);
+    // Whatever reached the sink has been decoded once it has the stop.
+    herd::send(sink, term(atom("stop")));
+    herd::test::eventually_gone(sink, 10s);
+    atoms_after = herd::atom::count();
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nfirst refusal: " << first_refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(decoded == share);
+  CHECK(refused >= 1);
+  CHECK(first_refusal.find("atom_table_full") != std::string::npos);
+  CHECK(first_refusal.find("share") != std::string::npos);
+  CHECK(atoms_after - atoms_before == uint32_t(share));
+  CHECK(logged.find("new atoms (dist_options::max_atoms_per_connection)") != std::string::npos);
+  CHECK(sent > share);
+}
+
+TEST_CASE("the remote pids a connection brought go when it ends, and a kept one names nobody") {
+  std::string err;
+  std::size_t baseline = 0, with_peer = 0, after_first = 0, after_second = 0, after_third = 0;
+  bool stale_send = true, stale_describe = true, fresh_differs = false, ghost_kept_once = false;
+  constexpr uint32_t senders = 100;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts("pids"));
+    if (!me) return void(err = me.error().message());
+    // Earlier tests' pids: two sweeps with nothing connected clear them.
+    dd::sweep_remote_pids({}, {});
+    dd::sweep_remote_pids({}, {});
+    baseline = dd::remote_pid_count();
+    herd::register_name("pid_sink", herd::self());
+    herd::pid kept;
+    std::string fake_name;
+    {
+      fake_node fake(*me, "pidfake");
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      // From 100 processes of the fake node; the last one names a pid of a
+      // node nobody is connected to.
+      for (uint32_t i = 1; i <= senders; ++i)
+        if (!fake.reg_send(i, "pid_sink", term(int64_t(i)))) return;
+      term ghost = term::pid(herd::erl_pid{atom("ghost@nowhere"), 3, 0, 1});
+      if (!fake.reg_send(senders + 1, "pid_sink", ghost)) return;
+      for (uint32_t got = 0; got < senders + 1;) {
+        bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+          ++got;
+          kept = m.from;
+          if (auto t = m.term(); t && t->is_pid()) (void)herd::from_term<herd::pid>(*t);  // interns the ghost
+          return true;
+        }, herd::after(30s, [] { return false; }));
+        if (!in_time) return void(err = "messages missing: " + std::to_string(got));
+      }
+      with_peer = dd::remote_pid_count();
+      fake.sock->close();
+      if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+        return void(err = "the connection did not end");
+    }
+    herd::test::eventually([&] { return dd::remote_pid_count() <= baseline + 1; }, 10s);
+    after_first = dd::remote_pid_count();
+    ghost_kept_once = after_first == baseline + 1;  // the ghost: unused for one sweep only
+    stale_describe = herd::dist::describe(kept).has_value();
+    stale_send = herd::dist::send(kept, herd::term_to_binary(term(1)));
+    herd::pid again = herd::dist::intern(herd::dist::remote_pid{fake_name, senders + 1, 0, 7});
+    fresh_differs = again != kept;
+    // Other connections that end sweep too: the ghost, unused since the
+    // last sweep, goes at the next; `again` (its node is the first fake,
+    // now unconnected) one sweep later.
+    auto connect_and_close = [&](const std::string& base) {
+      fake_node f(*me, base);
+      if (!f.sock) return void(err = f.err);
+      std::string n = f.id.name;
+      if (!herd::test::eventually([&] { return row_of(n).has_value() && row_of(n)->up; }, 30s))
+        return void(err = n + " is not up");
+      f.sock->close();
+      if (!herd::test::eventually([&] { return row_of(n) == std::nullopt; }, 30s))
+        return void(err = "the connection to " + n + " did not end");
+    };
+    connect_and_close("pidfake2");
+    herd::test::eventually([&] { return dd::remote_pid_count() <= baseline + 1; }, 10s);
+    after_second = dd::remote_pid_count();
+    connect_and_close("pidfake3");
+    herd::test::eventually([&] { return dd::remote_pid_count() == baseline; }, 10s);
+    after_third = dd::remote_pid_count();
+    herd::dist::stop();
+  });
+  INFO(err);
+  CHECK(err.empty());
+  CHECK(with_peer >= baseline + senders + 1);
+  CHECK(ghost_kept_once);
+  CHECK(after_second == baseline + 1);  // `again`
+  CHECK(after_third == baseline);
+  CHECK_FALSE(stale_describe);
+  CHECK_FALSE(stale_send);
+  CHECK(fresh_differs);
+}
+
+TEST_CASE("a process sending to a peer that reads nothing waits at dist_buf_busy_limit, its worker free, and the queue stays under it") {
+  std::string err;
+  constexpr std::size_t limit = 256 * 1024, chunk = 64 * 1024;
+  constexpr int messages = 300, from_thread = 20;
+  const int n_msgs = int(herd::test::scaled(messages, 120));
+  std::atomic<int> sent{0};
+  uint64_t max_queued = 0, queued_while_waiting = 0;
+  bool waited = false, thread_returned = false;
+  int frames_seen = 0, in_order = 0, thread_frames = 0;
+  std::size_t frame_size = 0;
+  herd::test::run_node(herd::test::opts(1), [&] {
+    auto o = dist_opts("busy");
+    o.dist_buf_busy_limit = limit;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    fake_node fake(*me, "busyfake");
+    if (!fake.sock) return void(err = fake.err);
+    herd::pid remote = herd::dist::intern(herd::dist::remote_pid{fake.id.name, 5, 0, fake.id.creation});
+    const std::string big(chunk, 'x');
+    frame_size = dd::frame_send(dd::self_id{*me, 1}, herd::self(), remote,
+                                herd::term_to_binary(term::tuple({term(0), term::binary(big)})), true).size();
+    herd::pid sender = herd::spawn([remote, &big, &sent, n_msgs] {
+      for (int i = 0; i < n_msgs; ++i) {
+        herd::send(remote, term::tuple({term(i), term::binary(big)}));
+        sent.fetch_add(1);
+      }
+    });
+    // The fake node reads nothing: the sender must end up parked (this
+    // process, on the node's only worker, goes on meanwhile).
+    waited = herd::test::eventually([&] {
+      auto r = row_of(fake.id.name);
+      if (!r) return false;
+      max_queued = std::max(max_queued, r->queued_bytes);
+      queued_while_waiting = r->queued_bytes;
+      return herd::test::parked(sender) && sent.load() < n_msgs && r->queued_bytes >= limit;
+    }, 60s);
+    // A thread that is not a process never waits.
+    auto t = std::async(std::launch::async, [&] {
+      for (int i = 0; i < from_thread; ++i) herd::send(remote, term::tuple({term(-1), term::binary(big)}));
+    });
+    thread_returned = t.wait_for(30s) == std::future_status::ready;
+    // Now read it all: the sender finishes, every frame arrives in order.
+    std::string in;
+    int next = 0;
+    auto deadline = std::chrono::steady_clock::now() + 120s;
+    while ((next < n_msgs || thread_frames < from_thread) && std::chrono::steady_clock::now() < deadline) {
+      auto r = fake.sock->recv(0, 1s);
+      if (!r) {
+        if (r.error().code == herd::net::errc::timeout) continue;
+        err = "read: " + r.error().message();
+        break;
+      }
+      in.append(r->view());
+      std::size_t at = 0;
+      while (in.size() - at >= 4) {
+        uint32_t len = dd::get32(in, at);
+        if (in.size() - at - 4 < len) break;
+        std::string_view body = std::string_view(in).substr(at + 4, len);
+        at += 4 + len;
+        if (len == 0) continue;  // a tick
+        auto f = dd::decode_frame(fake.self(), body);
+        if (!f) continue;
+        auto t = herd::binary_to_term(f->payload);
+        if (!t || !t->is_tuple() || t->size() != 2) continue;
+        ++frames_seen;
+        int64_t i = (*t)[0].to_int64().value_or(-2);
+        if (i == -1) ++thread_frames;
+        else if (i == next) ++in_order, ++next;
+      }
+      in.erase(0, at);
+    }
+    herd::test::eventually_gone(sender, 30s);
+    herd::dist::stop();
+  });
+  INFO(err << "\nmax queued " << max_queued << ", while waiting " << queued_while_waiting << ", frame " << frame_size
+            << ", sent " << sent.load() << ", frames " << frames_seen);
+  CHECK(err.empty());
+  CHECK(waited);
+  CHECK(thread_returned);
+  // Only this process waits: what the thread queued is on top.
+  CHECK(queued_while_waiting >= limit);
+  CHECK(max_queued <= limit + frame_size + 64);  // + a tick or two the connection wrote itself
+  CHECK(in_order == n_msgs);
+  CHECK(thread_frames == from_thread);
+}
