@@ -222,6 +222,27 @@ struct RealHold {
   }
 };
 
+// After the hold the server still has work of the ramp's making: held
+// connections hibernating a second after their echo, the stacks they gave
+// back being trimmed once the runtime is quiet. Counted in the cycles, that
+// one-off work would look like a cost growing with H. Waits at least
+// `min_s`, then until the server used no CPU over two successive 500 ms
+// looks (10 ms ticks), at most 60 s. Returns the seconds waited.
+double settle(long pid, double min_s) {
+  const uint64_t t0 = now_ns();
+  auto waited = [&] { return static_cast<double>(now_ns() - t0) / 1e9; };
+  usleep(static_cast<useconds_t>(min_s * 1e6));
+  if (!pid) return waited();
+  ProcCpu last = read_proc_cpu(pid);
+  for (int quiet = 0; quiet < 2 && waited() < 60;) {
+    usleep(500'000);
+    ProcCpu now = read_proc_cpu(pid);
+    quiet = now.ok && last.ok && now.seconds == last.seconds ? quiet + 1 : 0;
+    last = now;
+  }
+  return waited();
+}
+
 }  // namespace
 
 int run_churn(const Config& cfg, const ChurnConfig& ch) {
@@ -242,11 +263,12 @@ int run_churn(const Config& cfg, const ChurnConfig& ch) {
     hold_failed = g.failed + g.mismatches;
   }
   const double hold_s = static_cast<double>(now_ns() - t_hold) / 1e9;
+  const double settle_s = settle(pid, ch.settle);
   const long server_conns = server_count(cfg);
   const long rss_held = pid ? read_proc_rss_kb(pid) : -1;
-  std::fprintf(stderr, "connbench: holding %llu (%llu failed) after %.1fs; server counts %ld\n",
+  std::fprintf(stderr, "connbench: holding %llu (%llu failed) after %.1fs, settled %.1fs; server counts %ld\n",
                static_cast<unsigned long long>(held), static_cast<unsigned long long>(hold_failed), hold_s,
-               server_conns);
+               settle_s, server_conns);
   if (hold_failed) {
     std::fprintf(stderr, "connbench: %llu held connections failed (%s)%s\n",
                  static_cast<unsigned long long>(hold_failed), g_first_error.c_str(),
@@ -279,8 +301,8 @@ int run_churn(const Config& cfg, const ChurnConfig& ch) {
                            " server_cpu_s=%.2f server_cpu_us_per_cycle=%.2f", c1.seconds - c0.seconds,
                            (c1.seconds - c0.seconds) * 1e6 / ch.cycles);
     std::snprintf(buf + len, sizeof buf - static_cast<size_t>(len),
-                  " server_conns=%ld rss_held_kb=%ld rss_before_kb=%ld hold_s=%.1f", server_conns, rss_held, rss0,
-                  hold_s);
+                  " server_conns=%ld rss_held_kb=%ld rss_before_kb=%ld hold_s=%.1f settle_s=%.1f", server_conns,
+                  rss_held, rss0, hold_s, settle_s);
     std::printf("%s\n", buf);
     std::fflush(stdout);
     if (t.failed || t.mismatches) {

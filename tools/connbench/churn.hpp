@@ -10,6 +10,7 @@ struct ChurnConfig {
   bool ghost = false;    // hold ghosts (churn_server only) instead of open sockets
   int cycles = 10000;    // C: per measurement (sequential, then concurrent)
   int concurrency = 32;  // threads running cycles at once in the concurrent measurement
+  double settle = 2;     // seconds at least between the hold and the cycles (then: until the server is idle)
 };
 
 // Runs the hold phase and both measurements; prints one RESULT line per

@@ -54,7 +54,7 @@ using namespace connbench;
                "       [--duration S] [--warmup S] [--rate CONNECTS_PER_S] [--threads T]\n"
                "       [--server-pid PID] [--idle S] [--mode echo|chat] [--room-members M]\n"
                "       [--msg-rate MSGS_PER_S] [--connect-timeout S] [--sources K]\n"
-               "       churn: --hold H [--hold-kind real|ghost] [--cycles C] [--cycle-concurrency K]\n",
+               "       churn: --hold H [--hold-kind real|ghost] [--cycles C] [--cycle-concurrency K] [--settle S]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -93,6 +93,7 @@ Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
     else if (o == "--hold-kind") hold_kind = v;
     else if (o == "--cycles") ch.cycles = parse_int(o, v, 1, 100'000'000), cycles_given = true;
     else if (o == "--cycle-concurrency") ch.concurrency = parse_int(o, v, 1, 1024), concurrency_given = true;
+    else if (o == "--settle") ch.settle = parse_num(o, v, 0, 3600), concurrency_given = true;
     else usage_error("unknown option " + o);
   }
   if (port < 0) usage_error("--port is required");
@@ -113,7 +114,7 @@ Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
   }
   c.sources = loopback_sources(sources);
   if (!churn && (!hold_kind.empty() || cycles_given || concurrency_given))
-    usage_error("--hold-kind, --cycles and --cycle-concurrency need --hold H");
+    usage_error("--hold-kind, --cycles, --cycle-concurrency and --settle need --hold H");
   if (churn) {
     if (c.mode != Mode::echo) usage_error("--hold (churn) does not combine with --idle or --mode chat");
     if (hold_kind == "ghost") ch.ghost = true;
