@@ -54,6 +54,11 @@ bool fail(const char* what) {
   return false;
 }
 
+void fail_with(const char* what) {
+  std::lock_guard<std::mutex> g(g_err_m);
+  if (g_first_error.empty()) g_first_error = what;
+}
+
 // A blocking socket connected to cfg.dst, or -1. `n` picks the source address.
 int dial(const Config& cfg, uint64_t n) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -255,7 +260,8 @@ int run_churn(const Config& cfg, const ChurnConfig& ch) {
     real = std::make_unique<RealHold>(cfg, ch.hold);
     if (!real->wait(ch.hold)) std::fprintf(stderr, "connbench: the hold phase timed out\n");
     held = real->w->ready.load();
-    hold_failed = ch.hold - held;
+    hold_failed = static_cast<uint64_t>(ch.hold) - held;
+    if (hold_failed) fail_with("held connections not served within --connect-timeout");
   } else if (ch.hold > 0) {
     Totals g = sum(run_streams(cfg, ch.concurrency, ch.hold, 1ull << 40,
                                [&](uint64_t n, Stream& s) { ghost(cfg, n, s); }));

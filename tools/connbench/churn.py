@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Connect/close cost against the number of connections a listener holds.
 
-For each rep and each case (server, hold kind, H), in an order rotated per
-rep: starts a fresh server (1 worker, pinned to CPU 0 when there are two),
+For each rep and each case (server, hold kind, H), one server's cases back
+to back: starts a fresh server (1 worker, pinned to CPU 0 when there are two),
 runs `connbench --hold H ...` against it (pinned to CPU 1), stops the server
 by its PID. Prints every RESULT line, then per case and measurement the
 median (and min/max) of us_per_cycle, p50_us, p99_us and
 server_cpu_us_per_cycle, and one RATIO line per key: the largest H's median
-over the smallest's, for each server and hold kind.
+over the smallest's, for each server and hold kind, and the median (min,
+max) of the same ratio taken within each rep (less disturbed by a shared
+machine's changing load).
 
   python3 tools/connbench/churn.py --build build                 # the default cases
   python3 tools/connbench/churn.py --build build --reps 1 --cycles 2000 \\
@@ -105,12 +107,18 @@ def main():
     print(f"# churn: cases={len(cases)} reps={args.reps} cycles={args.cycles} concurrency={args.concurrency}"
           f" loadavg1={os.getloadavg()[0]:.2f}", flush=True)
     got = {}  # (server, kind, held, run) -> [result dict]
+    # Cases of one server run back to back (smallest H first on even reps,
+    # largest first on odd ones), so a ratio within a rep compares runs the
+    # machine's other load treated alike; the groups' order rotates per rep.
+    groups = [g for g in ([(echo, "real", h) for h in sorted(args.real)], [(churn, "ghost", h) for h in sorted(args.ghost)],
+                          [(epoll, "real", h) for h in sorted(args.epoll)]) if g]
     for rep in range(args.reps):
-        order = cases[rep % len(cases):] + cases[:rep % len(cases)]
         print(f"# rep {rep + 1}/{args.reps} loadavg1={os.getloadavg()[0]:.2f}", flush=True)
-        for server, kind, hold in order:
-            for r in run_case(args, server, kind, hold, pin_s, pin_c):
-                got.setdefault((os.path.basename(server), kind, hold, r["run"]), []).append(r)
+        for g in groups[rep % len(groups):] + groups[:rep % len(groups)]:
+            for server, kind, hold in (g if rep % 2 == 0 else list(reversed(g))):
+                for r in run_case(args, server, kind, hold, pin_s, pin_c):
+                    r["rep"] = rep
+                    got.setdefault((os.path.basename(server), kind, hold, r["run"]), []).append(r)
     med = {}
     for (server, kind, hold, run), rs in sorted(got.items()):
         parts = []
@@ -128,9 +136,15 @@ def main():
         for run in ("sequential", "concurrent"):
             for k in KEYS:
                 a, b = med.get((server, kind, lo, run, k)), med.get((server, kind, hi, run, k))
-                if a and b:
-                    print(f"RATIO server={server} hold_kind={kind} run={run} key={k} held_hi={hi} held_lo={lo}"
-                          f" hi={b:.2f} lo={a:.2f} ratio={b / a:.3f}")
+                if not (a and b):
+                    continue
+                los = {r["rep"]: float(r[k]) for r in got.get((server, kind, lo, run), []) if k in r}
+                his = {r["rep"]: float(r[k]) for r in got.get((server, kind, hi, run), []) if k in r}
+                per_rep = [his[i] / los[i] for i in sorted(los) if i in his and los[i] > 0]
+                extra = (f" per_rep_median={statistics.median(per_rep):.3f} per_rep_min={min(per_rep):.3f}"
+                         f" per_rep_max={max(per_rep):.3f}") if per_rep else ""
+                print(f"RATIO server={server} hold_kind={kind} run={run} key={k} held_hi={hi} held_lo={lo}"
+                      f" hi={b:.2f} lo={a:.2f} ratio={b / a:.3f}{extra}")
 
 
 if __name__ == "__main__":
