@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "churn.hpp"
 #include "cli.hpp"
 #include "stats.hpp"
 #include "worker.hpp"
@@ -52,16 +53,18 @@ using namespace connbench;
                "usage: connbench --port P [--host 127.0.0.1] [--connections N] [--payload 64]\n"
                "       [--duration S] [--warmup S] [--rate CONNECTS_PER_S] [--threads T]\n"
                "       [--server-pid PID] [--idle S] [--mode echo|chat] [--room-members M]\n"
-               "       [--msg-rate MSGS_PER_S] [--connect-timeout S] [--sources K]\n",
+               "       [--msg-rate MSGS_PER_S] [--connect-timeout S] [--sources K]\n"
+               "       churn: --hold H [--hold-kind real|ghost] [--cycles C] [--cycle-concurrency K] [--settle S]\n",
                msg.c_str());
   std::exit(2);
 }
 
 namespace {
 
-Config parse(int argc, char** argv) {
+Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
   Config c;
-  std::string host = "127.0.0.1", mode = "echo";
+  std::string host = "127.0.0.1", mode = "echo", hold_kind;
+  bool cycles_given = false, concurrency_given = false;
   int port = -1, members = -1, sources = 0;
   for (int i = 1; i < argc; ++i) {
     std::string o = argv[i];
@@ -86,6 +89,11 @@ Config parse(int argc, char** argv) {
     else if (o == "--msg-rate") c.msg_rate = parse_num(o, v, 0.1, 1e6);
     else if (o == "--connect-timeout") c.connect_timeout = parse_num(o, v, 0.1, 3600);
     else if (o == "--sources") sources = parse_int(o, v, 1, 254);
+    else if (o == "--hold") ch.hold = parse_int(o, v, 0, 10'000'000), churn = true;
+    else if (o == "--hold-kind") hold_kind = v;
+    else if (o == "--cycles") ch.cycles = parse_int(o, v, 1, 100'000'000), cycles_given = true;
+    else if (o == "--cycle-concurrency") ch.concurrency = parse_int(o, v, 1, 1024), concurrency_given = true;
+    else if (o == "--settle") ch.settle = parse_num(o, v, 0, 3600), concurrency_given = true;
     else usage_error("unknown option " + o);
   }
   if (port < 0) usage_error("--port is required");
@@ -105,6 +113,14 @@ Config parse(int argc, char** argv) {
     usage_error("--mode wants echo or chat, got '" + mode + "'");
   }
   c.sources = loopback_sources(sources);
+  if (!churn && (!hold_kind.empty() || cycles_given || concurrency_given))
+    usage_error("--hold-kind, --cycles, --cycle-concurrency and --settle need --hold H");
+  if (churn) {
+    if (c.mode != Mode::echo) usage_error("--hold (churn) does not combine with --idle or --mode chat");
+    if (hold_kind == "ghost") ch.ghost = true;
+    else if (!hold_kind.empty() && hold_kind != "real")
+      usage_error("--hold-kind wants real or ghost, got '" + hold_kind + "'");
+  }
   return c;
 }
 
@@ -193,8 +209,18 @@ bool wait_for(double seconds, const std::vector<std::unique_ptr<Worker>>& ws, co
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg = parse(argc, argv);
+  ChurnConfig ch;
+  bool churn = false;
+  Config cfg = parse(argc, argv, ch, churn);
   signal(SIGPIPE, SIG_IGN);
+  if (churn) {
+    // Real holds keep a descriptor each; ghosts and cycles one per thread.
+    const long held_fds = ch.ghost ? 0 : ch.hold;
+    check_fd_limit("connbench", held_fds + ch.concurrency + 64L);
+    check_port_range(cfg, held_fds + ch.concurrency);
+    if (cfg.server_pid && read_proc_rss_kb(cfg.server_pid) < 0) usage_error("--server-pid: no such process");
+    return run_churn(cfg, ch);
+  }
   const long total = cfg.mode == Mode::chat ? cfg.connections + 1 : cfg.connections;
   check_fd_limit("connbench", total + 64L * cfg.threads + 64);
   check_port_range(cfg, total);
