@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "raw_task.hpp"
+
 #include "support/scale.hpp"
 
 #include <sys/epoll.h>
@@ -26,40 +28,7 @@ using namespace herd::rt;
 
 namespace {
 
-struct task : fiber {
-  void (*body)(task*) = nullptr;
-  void* arg = nullptr;
-  std::atomic<bool> done{false};
-};
-
-fiber_result run_task(fiber* f) noexcept {
-  auto* t = static_cast<task*>(f);
-  t->body(t);
-  return fiber_result::dead;
-}
-void finish_task(fiber* f) noexcept { static_cast<task*>(f)->done.store(true, std::memory_order_release); }
-std::size_t describe_task(const fiber*, char*, std::size_t) noexcept { return 0; }
-constexpr fiber_ops task_ops{&run_task, &finish_task, &describe_task};
-
-void launch(task& t, void (*body)(task*), void* arg) {
-  t.ops = &task_ops;
-  t.body = body;
-  t.arg = arg;
-  std::string err;
-  if (!prepare_stack(&t, 0, &err)) FAIL("prepare_stack: " << err);
-  start(&t);
-}
-
-// From the test's own thread (not a fiber): polls pred every millisecond.
-template <class P>
-bool eventually(P&& pred, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() - t0 > limit) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the poll's interval
-  }
-  return true;
-}
+using namespace herd_test_raw;
 
 uint64_t total_parks(runtime& r) {
   uint64_t n = 0;
