@@ -53,7 +53,8 @@ void link_table::local(link_request& r, std::string& out) {
       // Sent even when the table has no such link: the peer may still have
       // its half (a LINK of its own crossing ours).
       links_.erase({s.from, r.to});
-      out += frame_link(me_, ctl_unlink, s.from, r.to);
+      if (unlink_id_) out += frame_unlink_id(me_, next_unlink_id_++, s.from, r.to);
+      else out += frame_link(me_, ctl_unlink, s.from, r.to);
       break;
     case remote_signal::exit:
       if (!s.via_link) out += frame_exit(me_, false, s.from, r.to, s.reason);
@@ -96,7 +97,10 @@ bool link_table::remote(std::string_view body, std::string& out, herd::detail::a
       deliver_signal_from_remote(f->to, remote_signal{remote_signal::unlink, f->from, 0, {}, false});
       if (f->op == ctl_unlink_id) out += frame_unlink_id_ack(f->id, f->to_t, f->from_t);
       break;
-    case ctl_unlink_id_ack: break;  // we send plain UNLINK (no DFLAG_UNLINK_ID): not expected
+    // Nothing waits for it: the local side dropped its half when it
+    // unlinked, and an EXIT the peer sent before it saw our UNLINK_ID finds
+    // no link there and is dropped (actors' unlink, as OTP's protocol asks).
+    case ctl_unlink_id_ack: break;
     case ctl_exit:
     case ctl_exit_tt:
     case ctl_payload_exit:

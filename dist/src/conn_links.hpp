@@ -52,6 +52,9 @@ class link_table {
   // when it does not decode.
   // `atoms`: the connection's share of new atoms (the reason's decode takes from it).
   bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr);
+  // The peer announced DFLAG_UNLINK_ID (OTP 23+; OTP 26 requires it): an
+  // unlink goes as UNLINK_ID with a fresh id, which the peer acknowledges.
+  void set_unlink_id(bool on) noexcept { unlink_id_ = on; }
 
  private:
   struct mon {
@@ -61,6 +64,8 @@ class link_table {
   const self_id& me_;
   std::set<std::pair<herd::pid, herd::pid>> links_;  // (local, remote)
   std::map<uint64_t, mon> mons_;                      // by the local monitor_ref's id
+  bool unlink_id_ = false;
+  uint64_t next_unlink_id_ = 1;
 };
 
 // The signal hooks (detail/remote.hpp) the distribution installs.

@@ -144,6 +144,7 @@ class link_loop {
   std::string run() {
     auto quarter = std::max(tick_ / 4, milliseconds(1));
     send_sender_ = (peer_.flags & dflag_send_sender) != 0;
+    links_.set_unlink_id((peer_.flags & dflag_unlink_id) != 0);
     last_recv_ = last_send_ = clk::now();
     auto next_tick = last_recv_ + quarter;
     if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();

@@ -234,7 +234,7 @@ result<std::string> start(const dist_options& o) {
     return error{errc::epmd, pub.why};
   }
   uint64_t flags = dflag_mandatory | dflag_dist_monitor | dflag_dist_monitor_name | dflag_unicode_io |
-                   dflag_small_atom_tags | dflag_send_sender | dflag_big_seqtrace_labels | dflag_v4_nc |
+                   dflag_small_atom_tags | dflag_send_sender | dflag_big_seqtrace_labels | dflag_v4_nc | dflag_unlink_id |
                    (o.hidden ? 0 : dflag_published);
   {
     rt::lock_guard g(state().mu);

@@ -71,7 +71,8 @@ bool is_auth_yes(std::string_view payload, std::string_view ref);
 
 // The tags besides `ctl` above: the trace-token and payload forms of the
 // exits (a peer uses the payload forms only if we announce
-// DFLAG_EXIT_PAYLOAD, which we do not; they are read anyway), and UNLINK_ID.
+// DFLAG_EXIT_PAYLOAD, which we do not; they are read anyway), and UNLINK_ID
+// with its ACK (DFLAG_UNLINK_ID, which we do announce).
 enum ctl_links : long {
   ctl_exit_tt = 13, ctl_exit2_tt = 18, ctl_payload_exit = 24, ctl_payload_exit_tt = 25, ctl_payload_exit2 = 26,
   ctl_payload_exit2_tt = 27, ctl_payload_monitor_p_exit = 28, ctl_unlink_id = 35, ctl_unlink_id_ack = 36,
@@ -100,6 +101,8 @@ std::string frame_exit_raw(const herd::term& from, const herd::term& to, const e
 std::string frame_monitor(const self_id& me, long op, herd::pid from, herd::pid to, std::string_view name,
                           uint64_t ref);
 std::string frame_unlink_id_ack(const herd::term& id, const herd::term& from, const herd::term& to);
+// UNLINK_ID {35, Id, From, To}, for a peer with DFLAG_UNLINK_ID.
+std::string frame_unlink_id(const self_id& me, uint64_t id, herd::pid from, herd::pid to);
 
 // An exit reason as Erlang sees it: normal, shutdown ({shutdown, <<Detail>>}
 // with a detail), kill, killed, noproc, noconnection, or {<<Type>>, <<What>>}

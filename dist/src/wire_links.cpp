@@ -136,6 +136,10 @@ std::string frame_monitor(const self_id& me, long op, herd::pid from, herd::pid 
   return frame_of(term::tuple({term(op), pid_term(me, from), target, ref_term(me, ref)}));
 }
 
+std::string frame_unlink_id(const self_id& me, uint64_t id, herd::pid from, herd::pid to) {
+  return frame_of(term::tuple({term(long(ctl_unlink_id)), term(long(id)), pid_term(me, from), pid_term(me, to)}));
+}
+
 std::string frame_unlink_id_ack(const term& id, const term& from, const term& to) {
   return frame_of(term::tuple({term(long(ctl_unlink_id_ack)), id, from, to}));
 }

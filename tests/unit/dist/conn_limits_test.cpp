@@ -22,6 +22,7 @@
 
 #include "bytes.hpp"
 #include "epmd.hpp"
+#include "fake_node.hpp"
 #include "handshake.hpp"
 #include "peers.hpp"
 #include "remote_pids.hpp"
@@ -34,6 +35,7 @@ using namespace std::chrono_literals;
 using herd::atom;
 using herd::term;
 namespace dd = herd::dist::detail;
+using herd_test_dist::fake_node;
 
 namespace {
 
@@ -64,56 +66,6 @@ struct log_to_file {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
-  }
-};
-
-// A node that is this test process: connected to `node`'s listener and
-// through the handshake, from the calling process (which owns the socket).
-struct fake_node {
-  dd::identity id;
-  std::optional<herd::net::tcp_socket> sock;
-  std::string err;
-
-  fake_node(const std::string& node, const std::string& base) {
-    std::string host = herd::test::short_host();
-    id = dd::identity{herd::test::unique_sname(base) + "@" + host, cookie, 7,
-                      dd::dflag_mandatory | dd::dflag_send_sender | dd::dflag_v4_nc | dd::dflag_dist_monitor};
-    auto np = dd::epmd_port_please(host, node.substr(0, node.find('@')));
-    if (!np) {
-      err = np.error().message();
-      return;
-    }
-    auto s = herd::net::tcp_socket::connect(host, np->port, 10s);
-    if (!s) {
-      err = s.error().message();
-      return;
-    }
-    auto peer = dd::handshake_connect(*s, id, node, 10s);
-    if (!peer) {
-      err = peer.error().message();
-      return;
-    }
-    sock.emplace(std::move(*s));
-  }
-  dd::self_id self() const { return dd::self_id{id.name, id.creation}; }
-  // REG_SEND from this node's process <id.0> to `name`.
-  bool reg_send(uint32_t from_id, const std::string& name, const term& msg) {
-    return reg_send_raw(from_id, name, herd::term_to_binary(msg));
-  }
-  bool reg_send_raw(uint32_t from_id, const std::string& name, const std::string& payload) {
-    std::string f = dd::frame_reg_send(self(), herd::pid{from_id, 0}, name, payload);
-    auto w = sock->send(f, 10s);
-    if (!w) err = w.error().message();
-    return bool(w);
-  }
-  // True once the node closed the connection (ticks are read and dropped).
-  bool closed_within(std::chrono::seconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto r = sock->recv(0, 1s);
-      if (!r && r.error().code != herd::net::errc::timeout) return true;
-    }
-    return false;
   }
 };
 
@@ -150,7 +102,7 @@ TEST_CASE("a peer whose messages make more new atoms than max_atoms_per_connecti
         }, [](const term&) { herd::exit(herd::exit_reason::normal()); });
     });
     herd::receive([](const term&) {});
-    fake_node fake(*me, "atomfake");
+    fake_node fake(*me, "atomfake", cookie);
     if (!fake.sock) return void(err = fake.err);
     (void)atom("stop");  // the sink's stop, made before the count is taken
     atoms_before = herd::atom::count();
@@ -200,7 +152,7 @@ TEST_CASE("the remote pids a connection brought go when it ends, and a kept one 
     herd::pid kept;
     std::string fake_name;
     {
-      fake_node fake(*me, "pidfake");
+      fake_node fake(*me, "pidfake", cookie);
       if (!fake.sock) return void(err = fake.err);
       fake_name = fake.id.name;
       // From 100 processes of the fake node; the last one names a pid of a
@@ -234,7 +186,7 @@ TEST_CASE("the remote pids a connection brought go when it ends, and a kept one 
     // last sweep, goes at the next; `again` (its node is the first fake,
     // now unconnected) one sweep later.
     auto connect_and_close = [&](const std::string& base) {
-      fake_node f(*me, base);
+      fake_node f(*me, base, cookie);
       if (!f.sock) return void(err = f.err);
       std::string n = f.id.name;
       if (!herd::test::eventually([&] { return row_of(n).has_value() && row_of(n)->up; }, 30s))
@@ -277,7 +229,7 @@ TEST_CASE("a process sending to a peer that reads nothing waits at dist_buf_busy
     o.dist_buf_busy_limit = limit;
     auto me = herd::dist::start(o);
     if (!me) return void(err = me.error().message());
-    fake_node fake(*me, "busyfake");
+    fake_node fake(*me, "busyfake", cookie);
     if (!fake.sock) return void(err = fake.err);
     herd::pid remote = herd::dist::intern(herd::dist::remote_pid{fake.id.name, 5, 0, fake.id.creation});
     const std::string big(chunk, 'x');
