@@ -26,12 +26,7 @@ namespace {
 
 const std::string cookie = "herd_dist_test_cookie";
 
-herd::dist::dist_options dist_opts(const std::string& base) {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname(base);
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts(const std::string& base) { return herd::test::test_node_options(base, cookie); }
 
 // A BEAM node that says "ready" and waits to be killed.
 std::vector<std::string> idle_beam(const std::string& sname, const std::string& c,

@@ -14,9 +14,7 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -41,33 +39,8 @@ namespace {
 
 const std::string cookie = "herd_conn_limits_cookie";
 
-herd::dist::dist_options dist_opts(const std::string& base) {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname(base);
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts(const std::string& base) { return herd::test::test_node_options(base, cookie); }
 
-// The node's log in a file for the test's length.
-struct log_to_file {
-  std::string path = "/tmp/herd_conn_limits_" + std::to_string(::getpid()) + ".log";
-  log_to_file() {
-    std::remove(path.c_str());
-    herd::set_log_file(path);
-  }
-  ~log_to_file() {
-    herd::log_flush();
-    herd::set_log_stderr();
-    std::remove(path.c_str());
-  }
-  std::string text() const {
-    herd::log_flush();
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-};
 
 std::optional<herd::detail::remote_node_stats> row_of(const std::string& node) {
   for (auto& r : dd::nodes_report().nodes)
@@ -78,7 +51,7 @@ std::optional<herd::detail::remote_node_stats> row_of(const std::string& node) {
 }  // namespace
 
 TEST_CASE("a peer whose messages make more new atoms than max_atoms_per_connection is cut off, and the table grows by the share only") {
-  log_to_file log;
+  herd::test::log_to_file log("conn_limits");
   std::string err, first_refusal;
   int decoded = 0, refused = 0, sent = 0;
   uint32_t atoms_before = 0, atoms_after = 0;

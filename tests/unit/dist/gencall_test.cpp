@@ -22,12 +22,7 @@ namespace {
 
 const std::string cookie = "herd_gencall_cookie";
 
-herd::dist::dist_options dist_opts() {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname("gencall");
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts() { return herd::test::test_node_options("gencall", cookie); }
 
 // Answers a term with {got, Term}; `boom` throws; casts are kept for `casts`.
 struct tester : herd::server<tester> {

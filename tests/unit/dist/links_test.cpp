@@ -26,12 +26,7 @@ namespace {
 
 const std::string cookie = "herd_links_test_cookie";
 
-herd::dist::dist_options dist_opts(const std::string& base) {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname(base);
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts(const std::string& base) { return herd::test::test_node_options(base, cookie); }
 
 // The agent answers {Cmd, From, ...} messages:
 //   {victim, From, Name}      a process that exits with R on {die, R}

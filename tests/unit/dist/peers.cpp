@@ -1,9 +1,11 @@
 #include "peers.hpp"
 
+#include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
@@ -108,6 +110,33 @@ bool have_erl() {
 
 std::vector<std::string> erl_args(const std::string& sname, const std::string& cookie, const std::string& eval) {
   return {"erl", "-sname", sname, "-setcookie", cookie, "-noshell", "-eval", eval};
+}
+
+herd::dist::dist_options test_node_options(const std::string& base, const std::string& cookie) {
+  herd::dist::dist_options o;
+  o.sname = unique_sname(base);
+  o.cookie = cookie;
+  return o;
+}
+
+log_to_file::log_to_file(const std::string& tag)
+    : path_("/tmp/herd_" + tag + "_" + std::to_string(::getpid()) + ".log") {
+  std::remove(path_.c_str());
+  herd::set_log_file(path_);
+}
+
+log_to_file::~log_to_file() {
+  herd::log_flush();
+  herd::set_log_stderr();
+  std::remove(path_.c_str());
+}
+
+std::string log_to_file::text() const {
+  herd::log_flush();
+  std::ifstream f(path_);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace herd::test

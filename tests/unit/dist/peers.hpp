@@ -2,6 +2,8 @@
 // (dist_node_probe) started as processes with posix_spawn, their output in a
 // file, stopped by PID (SIGKILL) when the test ends.
 #pragma once
+#include <herd/dist/node.hpp>
+
 #include <sys/types.h>
 
 #include <chrono>
@@ -38,6 +40,24 @@ class peer_process {
 std::string unique_sname(const std::string& base);
 std::string short_host();
 bool have_erl();
+
+// Options for a herd node of this test process: a unique short name made
+// from `base`, and `cookie`.
+herd::dist::dist_options test_node_options(const std::string& base, const std::string& cookie);
+
+// The node's log goes to a file for this object's life (a test looks for a
+// line in it), then back to stderr.
+class log_to_file {
+ public:
+  explicit log_to_file(const std::string& tag);
+  ~log_to_file();
+  log_to_file(const log_to_file&) = delete;
+  log_to_file& operator=(const log_to_file&) = delete;
+  std::string text() const;
+
+ private:
+  std::string path_;
+};
 
 // Argument lists for `erl -sname S -setcookie C -noshell -eval E`.
 std::vector<std::string> erl_args(const std::string& sname, const std::string& cookie, const std::string& eval);

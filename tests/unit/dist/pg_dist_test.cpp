@@ -23,12 +23,7 @@ namespace {
 
 const std::string cookie = "herd_pg_dist_cookie";
 
-herd::dist::dist_options dist_opts() {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname("herdpg");
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts() { return herd::test::test_node_options("herdpg", cookie); }
 
 std::string etf_atom(const char* a) { return herd::term_to_binary(herd::atom(a)); }
 

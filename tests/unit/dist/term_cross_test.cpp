@@ -11,9 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <unistd.h>
 
 #include "bytes.hpp"
@@ -51,37 +49,8 @@ namespace {
 
 const std::string cookie = "herd_term_cross_cookie";
 
-herd::dist::dist_options dist_opts(const std::string& base) {
-  herd::dist::dist_options o;
-  o.sname = herd::test::unique_sname(base);
-  o.cookie = cookie;
-  return o;
-}
+herd::dist::dist_options dist_opts(const std::string& base) { return herd::test::test_node_options(base, cookie); }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The node's log goes to a file for the test's length (to look for a line).
-struct log_to_file {
-  std::string path = "/tmp/herd_term_cross_" + std::to_string(::getpid()) + ".log";
-  log_to_file() {
-    std::remove(path.c_str());
-    herd::set_log_file(path);
-  }
-  ~log_to_file() {
-    herd::log_flush();
-    herd::set_log_stderr();
-    std::remove(path.c_str());
-  }
-  std::string text() const {
-    herd::log_flush();
-    return slurp(path);
-  }
-};
 
 // Takes the next etf_message (30 s at most); false on a timeout.
 bool next_message(herd::dist::etf_message& out) {
@@ -248,7 +217,7 @@ TEST_CASE("every term type round-trips exactly through a BEAM echo, herd-made an
 
 TEST_CASE("a user struct crosses herd to BEAM to herd, by name and by pid, and an unmapped type is logged") {
   if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
-  log_to_file log;
+  herd::test::log_to_file log("term_cross");
   std::string err, out;
   cross::note sent, got_by_name, got_by_pid;
   herd::test::run_node(herd::test::opts(2), [&] {
@@ -330,7 +299,7 @@ TEST_CASE("two herd nodes exchange a user struct by name and by pid") {
 }
 
 TEST_CASE("a malformed frame from an authenticated peer closes its connection with a log line") {
-  log_to_file log;
+  herd::test::log_to_file log("term_cross");
   std::string err;
   bool closed = false, still_serves = false;
   herd::test::run_node(herd::test::opts(2), [&] {

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_node.hpp"
+#include "peers.hpp"
 #include "support/node_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -37,10 +38,7 @@ bool op_is(const term& t, long op) {
 unlink_seen run_case(bool peer_has_unlink_id) {
   unlink_seen out;
   herd::test::run_node(herd::test::opts(1), [&] {
-    herd::dist::dist_options o;
-    o.sname = herd::test::unique_sname("unlinkid");
-    o.cookie = cookie;
-    auto me = herd::dist::start(o);
+    auto me = herd::dist::start(herd::test::test_node_options("unlinkid", cookie));
     if (!me) return void(out.err = me.error().message());
     fake_node fake(*me, "unlinkfake", cookie, peer_has_unlink_id ? dd::dflag_unlink_id : 0);
     if (!fake.sock) return void(out.err = fake.err);
