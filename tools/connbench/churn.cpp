@@ -18,6 +18,8 @@
 // measured (the server's CPU is, from /proc/PID/stat).
 #include "churn.hpp"
 
+#include "cli.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -70,15 +72,9 @@ int dial(const Config& cfg, uint64_t n) {
   tv.tv_usec = static_cast<suseconds_t>((cfg.connect_timeout - static_cast<double>(tv.tv_sec)) * 1e6);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (!cfg.sources.empty()) {
-    // As the echo mode: several sources, each its own ephemeral port range
-    // (every cycle leaves a TIME_WAIT on this side).
-    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    sockaddr_in src{};
-    src.sin_family = AF_INET;
-    src.sin_addr = cfg.sources[n % cfg.sources.size()];
-    if (bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) < 0) return fail("bind"), close(fd), -1;
-  }
+  // As the echo mode: several sources, each its own ephemeral port range
+  // (every cycle leaves a TIME_WAIT on this side).
+  if (!bind_source(fd, cfg.sources, n)) return fail("bind"), close(fd), -1;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&cfg.dst), sizeof cfg.dst) < 0)
     return fail("connect"), close(fd), -1;
   return fd;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -35,6 +36,16 @@ std::vector<in_addr> loopback_sources(int k) {
     out.push_back(a);
   }
   return out;
+}
+
+bool bind_source(int fd, const std::vector<in_addr>& sources, uint64_t n) {
+  if (sources.empty()) return true;
+  int one = 1;
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  src.sin_addr = sources[n % sources.size()];
+  return bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0;
 }
 
 void check_fd_limit(const char* prog, long need) {

@@ -1,5 +1,7 @@
 #include "worker.hpp"
 
+#include "cli.hpp"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -127,16 +129,8 @@ void Worker::open_one(Conn& c, uint64_t now) {
   if (c.fd < 0) return resolve(c, false);
   int one = 1;
   setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (!cfg_.sources.empty()) {
-    // Several source addresses lift the ~28k-64k ports-per-destination cap.
-    // IP_BIND_ADDRESS_NO_PORT defers the port choice to connect(), which can
-    // then reuse a port across different source addresses.
-    setsockopt(c.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    sockaddr_in src{};
-    src.sin_family = AF_INET;
-    src.sin_addr = cfg_.sources[c.id % cfg_.sources.size()];
-    if (bind(c.fd, reinterpret_cast<sockaddr*>(&src), sizeof src) < 0) return resolve(c, false);
-  }
+  // Several source addresses lift the ~28k-64k ports-per-destination cap.
+  if (!bind_source(c.fd, cfg_.sources, c.id)) return resolve(c, false);
   epoll_event ev{};
   // Edge-triggered IN|OUT registered once: one message is outstanding at a
   // time, so no epoll_ctl is needed per message.

@@ -1,5 +1,7 @@
 #include "load.hpp"
 
+#include "cli.hpp"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -87,17 +89,11 @@ int Load::connect_to(uint32_t id) {
   if (fd < 0) return -1;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (!cfg_.sources.empty()) {
-    // Spread over 127.0.0.x so that many connections to one port do not
-    // run out of ephemeral ports (as connbench --sources).
-    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    sockaddr_in src{};
-    src.sin_family = AF_INET;
-    src.sin_addr = cfg_.sources[id % cfg_.sources.size()];
-    if (bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
-      close(fd);
-      return -1;
-    }
+  // Spread over 127.0.0.x so that many connections to one port do not
+  // run out of ephemeral ports (as connbench --sources).
+  if (!connbench::bind_source(fd, cfg_.sources, id)) {
+    close(fd);
+    return -1;
   }
   if (connect(fd, reinterpret_cast<const sockaddr*>(&cfg_.dst), sizeof cfg_.dst) != 0 && errno != EINPROGRESS) {
     close(fd);
