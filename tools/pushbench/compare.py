@@ -24,6 +24,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -121,6 +122,9 @@ def run_wrk(a, server):
     r = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c64", f"-d{a.wrk_duration}s", "--latency",
                         f"http://127.0.0.1:{server.port}/healthz"], capture_output=True, text=True,
                        timeout=a.wrk_duration + 30)
+    if r.returncode != 0:  # e.g. wrk not installed: taskset says so and exits 1
+        sys.exit(f"compare.py: wrk failed (exit {r.returncode}): {r.stderr.strip()[:300]}\n"
+                 "wrk comes with `tools/setup.sh --peers`; or pass --no-wrk")
     res = {}
     m = re.search(r"Requests/sec:\s+([0-9.]+)", r.stdout)
     if m:
@@ -155,6 +159,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 rep, 1,000 connections, 3 s")
     ap.add_argument("--out")
     a = ap.parse_args()
+    if not a.no_wrk and shutil.which("wrk") is None:  # found out before the long runs, not after
+        sys.exit("compare.py: wrk is not installed (tools/setup.sh --peers installs it); or pass --no-wrk")
     if a.quick:
         a.reps, a.connections, a.duration, a.warmup, a.wrk_duration = 1, "1000", 3, 1, 2
     counts = [int(c) for c in a.connections.split(",")]

@@ -226,25 +226,73 @@ func (g *gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 // net/http only closes such a connection. A read that fails on the server's
 // own header deadline (not on one set in the past to abort a background
 // read, and not after a WebSocket upgrade) is that case.
+//
+// The contract's "a request head slower than 10 s in total" runs from the
+// head's first byte, as herd's gateway times it. net/http does so for a
+// keep-alive connection's later requests (it waits for bytes, then sets the
+// header deadline), but for the first one it sets the deadline at accept. So
+// until the connection's first byte a future deadline is held back and set
+// when that byte arrives, as long again from then (net/http's own deadlines
+// in the past, which abort a read, pass through).
 type headConn struct {
 	net.Conn
 	deadline atomic.Int64 // unix ns of the last read deadline set
 	upgraded atomic.Bool
 	answered atomic.Bool // net/http may read again after the timeout
+	mu       sync.Mutex
+	gotByte  bool          // guarded by mu
+	heldBack time.Duration // guarded by mu: a deadline's distance, set at the first byte
 }
 
 func (c *headConn) SetReadDeadline(t time.Time) error {
+	if c.holdBack(t) {
+		return nil
+	}
 	c.deadline.Store(t.UnixNano())
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *headConn) SetDeadline(t time.Time) error {
+	if c.holdBack(t) {
+		return c.Conn.SetWriteDeadline(t)
+	}
 	c.deadline.Store(t.UnixNano())
 	return c.Conn.SetDeadline(t)
 }
 
+// holdBack reports whether t is a future read deadline set before the first
+// byte, which it then keeps for later (clearing the socket's read deadline).
+func (c *headConn) holdBack(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gotByte {
+		return false
+	}
+	d := time.Until(t)
+	if t.IsZero() || d <= 0 {
+		c.heldBack = 0
+		return false
+	}
+	c.heldBack = d
+	c.deadline.Store(0)
+	c.Conn.SetReadDeadline(time.Time{})
+	return true
+}
+
 func (c *headConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		if !c.gotByte {
+			c.gotByte = true
+			if c.heldBack > 0 {
+				t := time.Now().Add(c.heldBack)
+				c.deadline.Store(t.UnixNano())
+				c.Conn.SetReadDeadline(t)
+			}
+		}
+		c.mu.Unlock()
+	}
 	if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.upgraded.Load() &&
 		time.Now().UnixNano() >= c.deadline.Load() && c.deadline.Load() > time.Now().Add(-time.Minute).UnixNano() &&
 		c.answered.CompareAndSwap(false, true) {
