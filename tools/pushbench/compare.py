@@ -67,10 +67,13 @@ def raise_limits(out):
     log(out, f"# nofile={resource.getrlimit(resource.RLIMIT_NOFILE)} loadavg1={os.getloadavg()[0]:.2f}")
 
 
+RT = []  # ["chrt", "-f", N] with --rt-priority: taskset execs chrt, which execs the program
+
+
 class Server:
     def __init__(self, argv, env, logpath):
         self.err = open(logpath, "w")
-        self.p = subprocess.Popen(["taskset", "-c", "0", *argv, "--port", "0", "--workers", "1"],
+        self.p = subprocess.Popen(["taskset", "-c", "0", *RT, *argv, "--port", "0", "--workers", "1"],
                                   stdout=subprocess.PIPE, stderr=self.err, env=env, text=True)
         self.pid = self.p.pid  # taskset execs: the PID is the server's
         line = self.p.stdout.readline()
@@ -99,7 +102,7 @@ def parse_result(text, prefix="RESULT "):
 
 
 def run_pushbench(a, server, conns):
-    argv = ["taskset", "-c", "1", a.pushbench, "--port", str(server.port), "--connections", str(conns),
+    argv = ["taskset", "-c", "1", *RT, a.pushbench, "--port", str(server.port), "--connections", str(conns),
             "--rooms", str(a.rooms), "--push-rate", str(a.push_rate), "--room-rate", str(a.room_rate),
             "--duration", str(a.duration), "--warmup", str(a.warmup), "--server-pid", str(server.pid),
             "--sources", "4", "--rate", str(a.rate), "--connect-timeout", "30", "--drain", "10"]
@@ -119,7 +122,7 @@ def wrk_us(s):
 
 
 def run_wrk(a, server):
-    r = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c64", f"-d{a.wrk_duration}s", "--latency",
+    r = subprocess.run(["taskset", "-c", "1", *RT, "wrk", "-t1", "-c64", f"-d{a.wrk_duration}s", "--latency",
                         f"http://127.0.0.1:{server.port}/healthz"], capture_output=True, text=True,
                        timeout=a.wrk_duration + 30)
     if r.returncode != 0:  # e.g. wrk not installed: taskset says so and exits 1
@@ -158,6 +161,11 @@ def main():
     ap.add_argument("--storm", type=int, default=0, help="users that drop and reconnect within 1 s (pushbench --storm)")
     ap.add_argument("--quick", action="store_true", help="1 rep, 1,000 connections, 3 s")
     ap.add_argument("--out")
+    ap.add_argument("--herd-b", help="a second herd gateway binary, run as impl herd_b (A/B of two builds)")
+    ap.add_argument("--peers", default="go,node", help="peers to run: go,node (default), a subset, or none")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="run server, pushbench and wrk at SCHED_FIFO this priority (1-99): shields "
+                         "the figures from other work on a shared machine; 0 (default): normal")
     a = ap.parse_args()
     if not a.no_wrk and shutil.which("wrk") is None:  # found out before the long runs, not after
         sys.exit("compare.py: wrk is not installed (tools/setup.sh --peers installs it); or pass --no-wrk")
@@ -167,13 +175,24 @@ def main():
     out = open(a.out, "w") if a.out else None
     if not os.access(a.pushbench, os.X_OK):
         sys.exit(f"compare.py: no pushbench at {a.pushbench} (cmake --build build --target pushbench)")
+    if a.rt_priority:
+        if not 1 <= a.rt_priority <= 99:
+            sys.exit("compare.py: --rt-priority takes 1-99")
+        RT[:] = ["chrt", "-f", str(a.rt_priority)]
+    wanted = [] if a.peers == "none" else a.peers.split(",")
+    if any(p not in ("go", "node") for p in wanted):
+        sys.exit(f"compare.py: --peers {a.peers}: go, node, a comma list of them, or none")
     raise_limits(out)
+    if RT:
+        log(out, f"# server, pushbench and wrk at SCHED_FIFO {a.rt_priority}")
     impls = {}
-    if a.herd:
-        if not os.access(a.herd, os.X_OK):
-            sys.exit(f"compare.py: --herd {a.herd} is not an executable")
-        impls["herd"] = ([os.path.abspath(a.herd)], None)
-    for name, build in (("go", lambda: (peers.build_go(a.build_dir), None)), ("node", lambda: peers.build_node(a.build_dir))):
+    for name, path in (("herd", a.herd), ("herd_b", a.herd_b)):
+        if path:
+            if not os.access(path, os.X_OK):
+                sys.exit(f"compare.py: {path} is not an executable")
+            impls[name] = ([os.path.abspath(path)], None)
+    builders = {"go": lambda: (peers.build_go(a.build_dir), None), "node": lambda: peers.build_node(a.build_dir)}
+    for name, build in ((n, builders[n]) for n in wanted):
         try:
             impls[name] = build()
         except peers.Unavailable as e:
