@@ -3,12 +3,13 @@
 
     python3 tools/connbench/compare.py [--herd PATH_TO_echo_server] [--reps 5]
         [--connections 1000,10000] [--duration 10] [--warmup 3] [--rate 5000]
-        [--placements split,unpinned] [--skip erlang,go] [--out FILE] [--quick]
+        [--placements split,unpinned] [--clients et,lt] [--skip erlang,go] [--out FILE] [--quick]
         [--build-dir DIR] [--connbench PATH] [--idle 45]
 
 Builds the peers (tools/connbench/peers) into --build-dir, then for each
-placement and connection count runs every implementation once per rep
-(interleaved, order rotated per rep, so machine noise hits all alike), plus one
+placement and connection count runs every implementation once per rep and
+client load shape (connbench --client et|lt; interleaved, order rotated per
+rep, so machine noise hits all alike), plus one
 idle run per implementation and placement at the largest connection count.
 Prints each raw RESULT line, a min/median/max table and RATIO lines (vs epoll).
 Standard library only. Every subprocess is bounded by a timeout, and every
@@ -271,6 +272,9 @@ def main():
     # Go's and BEAM's collectors settle within that too.
     ap.add_argument("--idle", type=float, default=45, help="seconds of the idle-memory run")
     ap.add_argument("--placements", default="split,unpinned")
+    ap.add_argument("--clients", default="et,lt",
+                    help="connbench client load shapes: et (edge-triggered, recv until EAGAIN), "
+                         "lt (level-triggered, one recv of the outstanding bytes)")
     ap.add_argument("--skip", default="", help="comma list of impls to leave out")
     ap.add_argument("--out", help="also write the whole report to this file")
     ap.add_argument("--quick", action="store_true",
@@ -285,9 +289,11 @@ def main():
         ap.error("--connections wants a comma list of integers")
     placements = [p for p in a.placements.split(",") if p]
     skip = {s for s in a.skip.split(",") if s}
+    clients = [c for c in a.clients.split(",") if c]
     if (not conns or min(conns) < 1 or a.reps < 1 or set(placements) - {"split", "unpinned"}
-            or not placements or skip - set(IMPLS) or a.duration <= 0 or a.warmup < 0):
-        ap.error("bad --connections/--reps/--placements/--skip/--duration/--warmup")
+            or not placements or skip - set(IMPLS) or a.duration <= 0 or a.warmup < 0
+            or not clients or set(clients) - {"et", "lt"}):
+        ap.error("bad --connections/--reps/--placements/--clients/--skip/--duration/--warmup")
     if a.quick:
         a.reps, conns, a.duration, a.warmup, a.idle = 1, [200], 3, 1, 2
         placements = placements[:1]
@@ -317,13 +323,13 @@ def main():
         except OSError:
             return ["?"]
     log(f"# impls={','.join(impls)} connections={a.connections if not a.quick else 200} "
-        f"placements={','.join(placements)} reps={a.reps} duration={a.duration} warmup={a.warmup} "
+        f"placements={','.join(placements)} clients={','.join(clients)} reps={a.reps} duration={a.duration} warmup={a.warmup} "
         f"rate={a.rate} loadavg1={os.getloadavg()[0]:.2f} nofile={resource.getrlimit(resource.RLIMIT_NOFILE)} "
         f"port_range={'-'.join(sysctl('net.ipv4.ip_local_port_range'))} "
         f"somaxconn={sysctl('net.core.somaxconn')[0]}")
     logdir = Path(tempfile.mkdtemp(prefix="logs-", dir=build_dir))
 
-    # results[(placement, conns)][impl][key] -> [values]
+    # results[(placement, conns, client)][impl][key] -> [values]
     results = {}
     failures = []
     for placement in placements:
@@ -331,26 +337,27 @@ def main():
         spre = ["taskset", "-c", "0"] if placement == "split" else []
         cpre = ["taskset", "-c", "1"] if placement == "split" else []
         for n in conns:
-            bucket = results.setdefault((placement, n), {i: {} for i in impls})
+            buckets = {c: results.setdefault((placement, n, c), {i: {} for i in impls}) for c in clients}
             base = cpre + [str(connbench), "--host", "127.0.0.1", "--connections", str(n),
                            "--payload", "64", "--rate", str(a.rate),
                            "--connect-timeout", str(CONNECT_TIMEOUT)]
             timeout = n / a.rate + CONNECT_TIMEOUT + 5 + a.warmup + a.duration + 60
             for rep in range(a.reps):
                 order = impls[rep % len(impls):] + impls[:rep % len(impls)]
-                for impl in order:
-                    label = f"placement={placement} rep={rep + 1}"
-                    f = one_run(log, a, label, impl, spre + cmds[impl](cores),
-                                base + ["--duration", str(a.duration), "--warmup", str(a.warmup)],
-                                timeout, logdir)
-                    if f is None:
-                        failures.append(f"{label} connections={n} impl={impl}")
-                        continue
-                    for k, v in f.items():
-                        if num(v) is not None:
-                            bucket[impl].setdefault(k, []).append(num(v))
+                for client in clients[rep % len(clients):] + clients[:rep % len(clients)]:
+                    for impl in order:
+                        label = f"placement={placement} client={client} rep={rep + 1}"
+                        f = one_run(log, a, label, impl, spre + cmds[impl](cores),
+                                    base + ["--client", client, "--duration", str(a.duration),
+                                            "--warmup", str(a.warmup)],
+                                    timeout, logdir)
+                        if f is None:
+                            failures.append(f"{label} connections={n} impl={impl}")
+                            continue
+                        for k, v in f.items():
+                            if num(v) is not None:
+                                buckets[client][impl].setdefault(k, []).append(num(v))
         n = max(conns)
-        bucket = results[(placement, n)]
         for impl in impls:
             label = f"placement={placement} idle"
             f = one_run(log, a, label, impl, spre + cmds[impl](cores),
@@ -360,7 +367,10 @@ def main():
             if f is None:
                 failures.append(f"{label} connections={n} impl={impl}")
             elif num(f.get("bytes_per_idle_conn")) is not None:
-                bucket[impl].setdefault("bytes_per_idle_conn", []).append(num(f["bytes_per_idle_conn"]))
+                # Idle memory does not depend on the load shape: shown in every shape's table.
+                for c in clients:
+                    results[(placement, n, c)][impl].setdefault("bytes_per_idle_conn", []).append(
+                        num(f["bytes_per_idle_conn"]))
 
     summarize(log, results, impls)
     for f in failures:
@@ -372,8 +382,8 @@ def main():
 def summarize(log, results, impls):
     log()
     log("== min / median / max per implementation; ratio = impl median / epoll median ==")
-    for (placement, n), bucket in results.items():
-        log(f"-- placement={placement} connections={n}")
+    for (placement, n, client), bucket in results.items():
+        log(f"-- placement={placement} connections={n} client={client}")
         rows = [["key", "better"] + impls + (["herd/epoll", "herd in epoll range"]
                                               if "herd" in impls and "epoll" in impls else [])]
         keys = KEYS + [k for k in SANITY if any(any(bucket[i].get(k, [])) for i in impls)]
@@ -399,7 +409,7 @@ def summarize(log, results, impls):
     if "epoll" not in impls:
         return
     log()
-    for (placement, n), bucket in results.items():
+    for (placement, n, client), bucket in results.items():
         for k in KEYS:
             e = bucket["epoll"].get(k)
             if not e:
@@ -412,7 +422,7 @@ def summarize(log, results, impls):
                 m = statistics.median(v)
                 ratio = f"{m / em:.3f}" if em else "-"
                 noise = "yes" if min(e) <= m <= max(e) else "no"
-                log(f"RATIO placement={placement} connections={n} key={k} {impl}={plain(m)} "
+                log(f"RATIO placement={placement} connections={n} client={client} key={k} {impl}={plain(m)} "
                     f"epoll={plain(em)} ratio={ratio} within_noise={noise}")
 
 

@@ -52,7 +52,7 @@ using namespace connbench;
                "connbench: %s\n"
                "usage: connbench --port P [--host 127.0.0.1] [--connections N] [--payload 64]\n"
                "       [--duration S] [--warmup S] [--rate CONNECTS_PER_S] [--threads T]\n"
-               "       [--server-pid PID] [--idle S] [--mode echo|chat] [--room-members M]\n"
+               "       [--server-pid PID] [--idle S] [--mode echo|chat] [--client et|lt] [--room-members M]\n"
                "       [--msg-rate MSGS_PER_S] [--connect-timeout S] [--sources K]\n"
                "       churn: --hold H [--hold-kind real|ghost] [--cycles C] [--cycle-concurrency K] [--settle S]\n",
                msg.c_str());
@@ -63,7 +63,7 @@ namespace {
 
 Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
   Config c;
-  std::string host = "127.0.0.1", mode = "echo", hold_kind;
+  std::string host = "127.0.0.1", mode = "echo", hold_kind, client = "et";
   bool cycles_given = false, concurrency_given = false;
   int port = -1, members = -1, sources = 0;
   for (int i = 1; i < argc; ++i) {
@@ -85,6 +85,7 @@ Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
     else if (o == "--server-pid") c.server_pid = parse_int(o, v, 1, 1L << 30);
     else if (o == "--idle") c.idle = parse_num(o, v, 0.1, 86400);
     else if (o == "--mode") mode = v;
+    else if (o == "--client") client = v;
     else if (o == "--room-members") members = parse_int(o, v, 1, 10'000'000);
     else if (o == "--msg-rate") c.msg_rate = parse_num(o, v, 0.1, 1e6);
     else if (o == "--connect-timeout") c.connect_timeout = parse_num(o, v, 0.1, 3600);
@@ -112,6 +113,10 @@ Config parse(int argc, char** argv, ChurnConfig& ch, bool& churn) {
   } else {
     usage_error("--mode wants echo or chat, got '" + mode + "'");
   }
+  if (client == "lt") c.client = Client::lt;
+  else if (client != "et") usage_error("--client wants et or lt, got '" + client + "'");
+  if (c.client == Client::lt && (c.mode == Mode::chat || churn))
+    usage_error("--client lt applies to echo and idle runs only");
   c.sources = loopback_sources(sources);
   if (!churn && (!hold_kind.empty() || cycles_given || concurrency_given))
     usage_error("--hold-kind, --cycles, --cycle-concurrency and --settle need --hold H");
@@ -307,8 +312,8 @@ int main(int argc, char** argv) {
   auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   if (cfg.mode == Mode::echo) {
     const double rt = static_cast<double>(b.rt - a.rt);
-    add(" mode=echo connections=%d payload=%d rt_per_s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",
-        cfg.connections, cfg.payload, rt / window, p.p50_us, p.p99_us, p.p999_us, p.max_us);
+    add(" mode=echo client=%s connections=%d payload=%d rt_per_s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",
+        cfg.client == Client::lt ? "lt" : "et", cfg.connections, cfg.payload, rt / window, p.p50_us, p.p99_us, p.p999_us, p.max_us);
     add(" connected=%llu failed=%llu disconnects=%llu mismatches=%llu connect_ramp_s=%.3f", ull(at_ramp.ready),
         ull(fin.failed), ull(fin.disconnects), ull(fin.mismatches), ramp_s);
     // Every round trip's reply is compared byte for byte, warm-up included.

@@ -46,6 +46,7 @@ struct Conn {
   St state = St::idle_slot;
   bool sender = false;
   bool bad = false;  // the current echo mismatched somewhere
+  bool lt_out = false;  // lt client: EPOLLOUT is in the interest set
   uint16_t line_len = 0;
   uint8_t out_len = 0, out_off = 0;
   uint32_t send_off = 0, recv_off = 0;
@@ -133,8 +134,10 @@ void Worker::open_one(Conn& c, uint64_t now) {
   if (!bind_source(c.fd, cfg_.sources, c.id)) return resolve(c, false);
   epoll_event ev{};
   // Edge-triggered IN|OUT registered once: one message is outstanding at a
-  // time, so no epoll_ctl is needed per message.
-  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  // time, so no epoll_ctl is needed per message. The lt client waits for the
+  // connect with level-triggered OUT and switches to IN once established.
+  ev.events = cfg_.client == Client::lt ? EPOLLOUT : EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  c.lt_out = cfg_.client == Client::lt;
   ev.data.u64 = static_cast<uint64_t>(&c - conns_.data());
   if (epoll_ctl(ep_, EPOLL_CTL_ADD, c.fd, &ev) < 0) return resolve(c, false);
   int rc = connect(c.fd, reinterpret_cast<const sockaddr*>(&cfg_.dst), sizeof cfg_.dst);
@@ -183,8 +186,21 @@ void Worker::on_event(Conn& c, uint32_t ev) {
     getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0 || (ev & (EPOLLERR | EPOLLHUP))) return resolve(c, false);
     if (!(ev & EPOLLOUT)) return;
+    if (cfg_.client == Client::lt) {
+      lt_want_out(c, false);
+      if (c.state == St::closed) return;
+      return on_established(c);  // the reply's EPOLLIN comes later
+    }
     on_established(c);
     if (c.state == St::closed) return;
+  }
+  if (cfg_.client == Client::lt) {
+    if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) lt_readable(c);
+    if (c.state != St::closed && (ev & EPOLLOUT)) {
+      lt_want_out(c, false);
+      if (c.state != St::closed) on_writable(c);
+    }
+    return;
   }
   if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c);
   if (c.state != St::closed && (ev & EPOLLOUT)) on_writable(c);
@@ -219,6 +235,29 @@ void Worker::on_readable(Conn& c) {
   }
 }
 
+// lt client: one recv per readiness, of exactly the bytes still outstanding
+// (anything beyond is read only when nothing is outstanding, and then counts
+// as a mismatch). Level-triggered, so bytes left in the socket report again.
+void Worker::lt_readable(Conn& c) {
+  const size_t want = c.recv_off < c.send_off ? c.send_off - c.recv_off : kScratch;
+  ssize_t r;
+  do {
+    r = recv(c.fd, rbuf_.get(), std::min(want, kScratch), 0);
+  } while (r < 0 && errno == EINTR);
+  if (r > 0) return echo_bytes(c, rbuf_.get(), static_cast<size_t>(r));
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  drop(c);
+}
+
+void Worker::lt_want_out(Conn& c, bool on) {
+  if (c.lt_out == on) return;
+  epoll_event ev{};
+  ev.events = on ? EPOLLIN | EPOLLOUT : EPOLLIN;
+  ev.data.u64 = static_cast<uint64_t>(&c - conns_.data());
+  if (epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd, &ev) < 0) return drop(c);
+  c.lt_out = on;
+}
+
 void Worker::on_writable(Conn& c) {
   if (c.sender) return sender_flush();
   if (cfg_.mode == Mode::chat) return out_flush(c);
@@ -246,7 +285,10 @@ void Worker::echo_flush(Conn& c) {
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // EPOLLOUT resumes
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // EPOLLOUT resumes
+      if (cfg_.client == Client::lt) lt_want_out(c, true);
+      return;
+    }
     return drop(c);
   }
 }

@@ -13,10 +13,19 @@ namespace connbench {
 
 enum class Mode { echo, idle, chat };
 
+// How an echo client waits for its reply (issue 21: two independent load
+// shapes, so a server is not tuned to one client's syscall pattern).
+// et: edge-triggered IN|OUT registered once, recv until EAGAIN per event.
+// lt: level-triggered IN only (OUT only while a write is blocked), one recv
+//     per event sized to the bytes still outstanding, so the client never
+//     makes a recv that returns EAGAIN and never reads ahead.
+enum class Client { et, lt };
+
 struct Config {
   sockaddr_in dst{};
   std::vector<in_addr> sources;  // empty: let the kernel pick 127.0.0.1
   Mode mode = Mode::echo;
+  Client client = Client::et;
   int connections = 1000;  // echo/idle: all; chat: members (+1 sender)
   int payload = 64;
   double duration = 10, warmup = 3, idle = 0;
@@ -67,6 +76,8 @@ class Worker {
   void on_established(Conn& c);
   void on_readable(Conn& c);
   void on_writable(Conn& c);
+  void lt_readable(Conn& c);
+  void lt_want_out(Conn& c, bool on);
   void echo_bytes(Conn& c, const char* p, size_t n);
   void chat_bytes(Conn& c, const char* p, size_t n);
   void chat_line(Conn& c, const char* p, size_t n);
