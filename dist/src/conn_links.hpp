@@ -55,6 +55,9 @@ class link_table {
   // The peer announced DFLAG_UNLINK_ID (OTP 23+; OTP 26 requires it): an
   // unlink goes as UNLINK_ID with a fresh id, which the peer acknowledges.
   void set_unlink_id(bool on) noexcept { unlink_id_ = on; }
+  // The peer announced DFLAG_EXIT_PAYLOAD (OTP 22+): exits go in the
+  // payload forms (PAYLOAD_EXIT, PAYLOAD_EXIT2).
+  void set_exit_payload(bool on) noexcept { exit_payload_ = on; }
 
  private:
   struct mon {
@@ -65,6 +68,7 @@ class link_table {
   std::set<std::pair<herd::pid, herd::pid>> links_;  // (local, remote)
   std::map<uint64_t, mon> mons_;                      // by the local monitor_ref's id
   bool unlink_id_ = false;
+  bool exit_payload_ = false;
   uint64_t next_unlink_id_ = 1;
 };
 
