@@ -78,15 +78,19 @@ void link_table::local(link_request& r, std::string& out) {
   }
 }
 
-bool link_table::remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms) {
+bool link_table::remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms, uint32_t origin) {
+  bool refused = false;
   auto f = [&] {
     herd::detail::atom_charge_scope charge(atoms);
-    return decode_link_frame(me_, body);
+    pid_charge_scope pids(origin);
+    auto r = decode_link_frame(me_, body);
+    refused = charge_refused();
+    return r;
   }();
   if (!f) return false;
   // A pid it names was refused (max_remote_pids_per_connection): dropped,
   // the connection closes.
-  if (charge_refused()) return true;
+  if (refused) return true;
   switch (f->op) {
     case ctl_link:
       if (deliver_signal_from_remote(f->to, remote_signal{remote_signal::link, f->from, 0, {}, false}))

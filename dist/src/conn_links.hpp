@@ -50,8 +50,9 @@ class link_table {
   void local(link_request& r, std::string& out);
   // A frame from the peer (LINK, UNLINK*, EXIT*, MONITOR_P_EXIT*). False
   // when it does not decode.
-  // `atoms`: the connection's share of new atoms (the reason's decode takes from it).
-  bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr);
+  // `atoms`: the connection's share of new atoms (the reason's decode takes from it);
+  // `origin`: the peer's node number, whose cap the pids decoded count against.
+  bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr, uint32_t origin = 0);
   // The peer announced DFLAG_UNLINK_ID (OTP 23+; OTP 26 requires it): an
   // unlink goes as UNLINK_ID with a fresh id, which the peer acknowledges.
   void set_unlink_id(bool on) noexcept { unlink_id_ = on; }

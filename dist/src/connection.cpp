@@ -284,11 +284,14 @@ class link_loop {
   }
 
   void dispatch(std::string_view body) {
-    // The pids this frame makes us hold count against the connection's cap;
-    // nothing below suspends (sends to local processes only).
-    pid_charge_scope charge(origin_);
+    // The pids this frame makes us hold count against the connection's cap.
+    // Only around the decode: a send counts a reduction and may yield, and
+    // the fiber go on on another thread, away from the scope's thread-local.
     std::string bad;
-    auto f = decode_frame(me_, body, &bad);
+    auto f = [&] {
+      pid_charge_scope charge(origin_);
+      return decode_frame(me_, body, &bad);
+    }();
     if (pids_spent()) return;
     if (!f) {
       why_ = "a frame this node cannot decode (" + bad + "), " + std::to_string(body.size()) + " bytes";
@@ -333,13 +336,12 @@ class link_loop {
       case ctl_payload_monitor_p_exit:
       case ctl_unlink_id:
       case ctl_unlink_id_ack:
-        if (bool ok = links_.remote(body, out_, atoms_); !pids_spent() && !ok)
+        if (bool ok = links_.remote(body, out_, atoms_, origin_); !pids_spent() && !ok)
           why_ = "a link or exit frame this node cannot decode";
         break;
       default:
         break;
     }
-    pids_spent();  // a pid made past the cap while delivering (a '$gen_call''s From)
   }
 
   // A remote process monitors one of ours (as gen_server:call does, once

@@ -42,7 +42,8 @@ std::string node_name_of(uint32_t node_no);
 // made while a pid_charge_scope for the connection's node is open on the
 // thread counts against that node's cap until it goes; past the cap the pid
 // is refused (no_pid) and the budget marked spent. The scope must not span
-// a suspension (a thread-local).
+// a suspension or a send (a send may yield, and the fiber resume on another
+// thread): a thread-local.
 class pid_charge_scope {
  public:
   explicit pid_charge_scope(uint32_t node_no) noexcept;
