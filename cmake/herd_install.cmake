@@ -18,14 +18,17 @@ install(FILES ${PROJECT_BINARY_DIR}/actors/generated/herd/actors/module_abi_conf
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/herd/actors)
 install(FILES cmake/herd_module.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 # herd::dist (an Erlang cluster member) only where it was built: it needs
-# erl_interface (erlang-dev). Its usage requirements name libei.a by path
-# and zlib (herdConfig.cmake finds ZLIB when dist is in the package).
+# erl_interface (erlang-dev). Its usage requirements name the imported
+# targets herd::ei and ZLIB::ZLIB, which herdConfig.cmake makes where the
+# package is used (herd_find_ei.cmake, find_dependency(ZLIB)): no path of
+# this machine goes into the package.
 if(TARGET herd_dist)
   set(HERD_PACKAGE_HAS_DIST ON)
   install(TARGETS herd_dist EXPORT herdTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(DIRECTORY dist/include/herd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(FILES cmake/herd_find_ei.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/herd)
 else()
   set(HERD_PACKAGE_HAS_DIST OFF)
 endif()

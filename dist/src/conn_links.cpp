@@ -57,8 +57,8 @@ void link_table::local(link_request& r, std::string& out) {
       else out += frame_link(me_, ctl_unlink, s.from, r.to);
       break;
     case remote_signal::exit:
-      if (!s.via_link) out += frame_exit(me_, false, s.from, r.to, s.reason);
-      else if (links_.erase({s.from, r.to})) out += frame_exit(me_, true, s.from, r.to, s.reason);
+      if (!s.via_link) out += frame_exit(me_, false, s.from, r.to, s.reason, exit_payload_);
+      else if (links_.erase({s.from, r.to})) out += frame_exit(me_, true, s.from, r.to, s.reason, exit_payload_);
       // else: the link went first (the peer unlinked, or its EXIT crossed ours)
       break;
     case remote_signal::monitor: {
@@ -78,18 +78,25 @@ void link_table::local(link_request& r, std::string& out) {
   }
 }
 
-bool link_table::remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms) {
+bool link_table::remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms, uint32_t origin) {
+  bool refused = false;
   auto f = [&] {
     herd::detail::atom_charge_scope charge(atoms);
-    return decode_link_frame(me_, body);
+    pid_charge_scope pids(origin);
+    auto r = decode_link_frame(me_, body);
+    refused = charge_refused();
+    return r;
   }();
   if (!f) return false;
+  // A pid it names was refused (max_remote_pids_per_connection): dropped,
+  // the connection closes.
+  if (refused) return true;
   switch (f->op) {
     case ctl_link:
       if (deliver_signal_from_remote(f->to, remote_signal{remote_signal::link, f->from, 0, {}, false}))
         links_.emplace(f->to, f->from);
       else  // no such process here: as BEAM, the linker gets noproc
-        out += frame_exit_raw(f->to_t, f->from_t, exit_reason::noproc());
+        out += frame_exit_raw(f->to_t, f->from_t, exit_reason::noproc(), exit_payload_);
       break;
     case ctl_unlink:
     case ctl_unlink_id:

@@ -50,11 +50,15 @@ class link_table {
   void local(link_request& r, std::string& out);
   // A frame from the peer (LINK, UNLINK*, EXIT*, MONITOR_P_EXIT*). False
   // when it does not decode.
-  // `atoms`: the connection's share of new atoms (the reason's decode takes from it).
-  bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr);
+  // `atoms`: the connection's share of new atoms (the reason's decode takes from it);
+  // `origin`: the peer's node number, whose cap the pids decoded count against.
+  bool remote(std::string_view body, std::string& out, herd::detail::atom_budget* atoms = nullptr, uint32_t origin = 0);
   // The peer announced DFLAG_UNLINK_ID (OTP 23+; OTP 26 requires it): an
   // unlink goes as UNLINK_ID with a fresh id, which the peer acknowledges.
   void set_unlink_id(bool on) noexcept { unlink_id_ = on; }
+  // The peer announced DFLAG_EXIT_PAYLOAD (OTP 22+): exits go in the
+  // payload forms (PAYLOAD_EXIT, PAYLOAD_EXIT2).
+  void set_exit_payload(bool on) noexcept { exit_payload_ = on; }
 
  private:
   struct mon {
@@ -65,6 +69,7 @@ class link_table {
   std::set<std::pair<herd::pid, herd::pid>> links_;  // (local, remote)
   std::map<uint64_t, mon> mons_;                      // by the local monitor_ref's id
   bool unlink_id_ = false;
+  bool exit_payload_ = false;
   uint64_t next_unlink_id_ = 1;
 };
 

@@ -134,7 +134,9 @@ class link_loop {
       tick_ = state().ticktime;
       limit_ = state().busy_limit;
       max_atoms = state().max_atoms;
+      max_pids_ = state().max_pids;
     }
+    reset_pid_budget(origin_, max_pids_);
     stats_->tick_interval = std::max(tick_ / 4, milliseconds(1));
     stats_->last_received_ns.store(clk::now().time_since_epoch().count(), std::memory_order_relaxed);
     // A new connection from the node: a fresh share of new atoms.
@@ -145,6 +147,8 @@ class link_loop {
     auto quarter = std::max(tick_ / 4, milliseconds(1));
     send_sender_ = (peer_.flags & dflag_send_sender) != 0;
     links_.set_unlink_id((peer_.flags & dflag_unlink_id) != 0);
+    links_.set_exit_payload((peer_.flags & dflag_exit_payload) != 0);
+    exit_payload_ = (peer_.flags & dflag_exit_payload) != 0;
     last_recv_ = last_send_ = clk::now();
     auto next_tick = last_recv_ + quarter;
     if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();
@@ -206,6 +210,16 @@ class link_loop {
 
  private:
   bool pending() const { return out_off_ < out_.size(); }
+
+  // A frame named a pid past max_remote_pids_per_connection: the frame
+  // goes undelivered and the connection closes.
+  bool pids_spent() {
+    if (!max_pids_ || !pid_budget_spent(origin_)) return false;
+    if (why_.empty())
+      why_ = "its frames named more than " + std::to_string(max_pids_) +
+             " remote pids (dist_options::max_remote_pids_per_connection)";
+    return true;
+  }
 
   uint32_t atoms_max() const {
     rt::lock_guard g(state().mu);
@@ -270,8 +284,15 @@ class link_loop {
   }
 
   void dispatch(std::string_view body) {
+    // The pids this frame makes us hold count against the connection's cap.
+    // Only around the decode: a send counts a reduction and may yield, and
+    // the fiber go on on another thread, away from the scope's thread-local.
     std::string bad;
-    auto f = decode_frame(me_, body, &bad);
+    auto f = [&] {
+      pid_charge_scope charge(origin_);
+      return decode_frame(me_, body, &bad);
+    }();
+    if (pids_spent()) return;
     if (!f) {
       why_ = "a frame this node cannot decode (" + bad + "), " + std::to_string(body.size()) + " bytes";
       return;
@@ -315,7 +336,8 @@ class link_loop {
       case ctl_payload_monitor_p_exit:
       case ctl_unlink_id:
       case ctl_unlink_id_ack:
-        if (!links_.remote(body, out_, atoms_)) why_ = "a link or exit frame this node cannot decode";
+        if (bool ok = links_.remote(body, out_, atoms_, origin_); !pids_spent() && !ok)
+          why_ = "a link or exit frame this node cannot decode";
         break;
       default:
         break;
@@ -339,7 +361,7 @@ class link_loop {
     // go away while the connection lasts, so its monitor never fires.
     if (!target.valid() && f.to_name == "net_kernel") return;
     if (!target.valid() || target.is_remote()) {
-      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}));
+      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}), exit_payload_);
       return;
     }
     if (!target_mon_.count(target)) {
@@ -373,7 +395,7 @@ class link_loop {
                       reason);
     auto [b, e] = watches_.equal_range(t->second);
     for (auto w = b; w != e; ++w) {
-      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason);
+      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason, exit_payload_);
       by_ref_.erase(w->second.ref);
     }
     watches_.erase(b, e);
@@ -391,10 +413,12 @@ class link_loop {
   uint32_t origin_;                    // the peer's node number (etf_message::origin)
   herd::detail::atom_budget* atoms_;   // its share of new atoms (never freed)
   std::size_t limit_ = 0;              // dist_buf_busy_limit
+  uint32_t max_pids_ = 0;              // max_remote_pids_per_connection
   std::size_t tracked_ = 0;            // unsent bytes already in queued_bytes
   self_id me_;
   milliseconds tick_;
   bool send_sender_ = false;
+  bool exit_payload_ = false;  // the peer takes PAYLOAD_EXIT* (DFLAG_EXIT_PAYLOAD)
   bool want_write_ = false;  // notify_writable asked, its tcp_writable not yet taken
   std::string in_, out_;
   std::size_t in_off_ = 0, out_off_ = 0;

@@ -235,6 +235,7 @@ result<std::string> start(const dist_options& o) {
   }
   uint64_t flags = dflag_mandatory | dflag_dist_monitor | dflag_dist_monitor_name | dflag_unicode_io |
                    dflag_small_atom_tags | dflag_send_sender | dflag_big_seqtrace_labels | dflag_v4_nc | dflag_unlink_id |
+                   dflag_exit_payload |
                    (o.hidden ? 0 : dflag_published);
   {
     rt::lock_guard g(state().mu);
@@ -242,6 +243,7 @@ result<std::string> start(const dist_options& o) {
     state().self = self_id{*name, pub.creation};
     state().ticktime = o.net_ticktime;
     state().max_atoms = o.max_atoms_per_connection;
+    state().max_pids = o.max_remote_pids_per_connection;
     state().busy_limit = o.dist_buf_busy_limit;
     state().running = true;
   }

@@ -30,7 +30,8 @@ inline constexpr uint64_t dflag_published = 0x1, dflag_extended_references = 0x4
                           dflag_bit_binaries = 0x400, dflag_new_floats = 0x800, dflag_unicode_io = 0x1000,
                           dflag_small_atom_tags = 0x4000, dflag_utf8_atoms = 0x10000, dflag_map_tag = 0x20000,
                           dflag_big_creation = 0x40000, dflag_send_sender = 0x80000,
-                          dflag_big_seqtrace_labels = 0x100000, dflag_handshake_23 = 0x1000000,
+                          dflag_big_seqtrace_labels = 0x100000, dflag_exit_payload = 0x400000,
+                          dflag_handshake_23 = 0x1000000,
                           dflag_unlink_id = 0x2000000,
                           dflag_v4_nc = uint64_t(1) << 34;
 // What OTP 25 requires of a peer.

@@ -24,6 +24,7 @@ struct entry {
   uint32_t node_no = 0;
   uint32_t id = 0, serial = 0, creation = 0;
   uint32_t gen = 0;   // the slot's generation: the herd::pid's
+  uint32_t charged_to = 0;  // the node whose connection's frame made it (0: none)
   bool live = false;
   // The sweep epoch it was last interned in (a hit refreshes it under the
   // shared lock, hence atomic).
@@ -34,7 +35,14 @@ struct node_rec {
   explicit node_rec(std::string n) : name(std::move(n)) {}
   std::string name;
   mutable herd::detail::atom_budget atoms;  // atomics: charged under no lock of this table
+  // Entries charged to its connections (changed under the table's lock,
+  // read under none), the cap, and whether one was refused.
+  mutable std::atomic<uint64_t> pids_held{0};
+  mutable std::atomic<uint32_t> pids_cap{0};
+  mutable std::atomic<bool> pids_spent{false};
 };
+
+thread_local uint32_t tls_pid_charge = 0;
 
 using key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
 
@@ -102,6 +110,19 @@ herd::pid intern_remote(const remote_pid& r) {
   rt::lock_guard g(t.mu);
   uint32_t no = node_number_locked(t, r.node);
   auto [it, fresh] = t.by_key.try_emplace({no, r.id, r.serial, r.creation}, 0);
+  uint32_t charge = tls_pid_charge;
+  if (fresh && charge >= 1 && charge <= t.nodes.size()) {
+    const node_rec& payer = t.nodes[charge - 1];
+    uint32_t cap = payer.pids_cap.load(std::memory_order_relaxed);
+    if (cap && payer.pids_held.load(std::memory_order_relaxed) >= cap) {
+      t.by_key.erase(it);
+      payer.pids_spent.store(true, std::memory_order_release);
+      return herd::no_pid;
+    }
+    payer.pids_held.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    charge = 0;
+  }
   if (fresh) {
     uint32_t i;
     if (!t.free_slots.empty()) {
@@ -117,6 +138,7 @@ herd::pid intern_remote(const remote_pid& r) {
     e.serial = r.serial;
     e.creation = r.creation;
     e.live = true;
+    e.charged_to = charge;
     it->second = i;
     ++t.live;
   }
@@ -162,6 +184,31 @@ herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept {
   return node_no >= 1 && node_no <= t.nodes.size() ? &t.nodes[node_no - 1].atoms : nullptr;
 }
 
+pid_charge_scope::pid_charge_scope(uint32_t node_no) noexcept : prev_(tls_pid_charge) { tls_pid_charge = node_no; }
+pid_charge_scope::~pid_charge_scope() { tls_pid_charge = prev_; }
+
+void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  if (node_no < 1 || node_no > t.nodes.size()) return;
+  t.nodes[node_no - 1].pids_cap.store(cap, std::memory_order_relaxed);
+  t.nodes[node_no - 1].pids_spent.store(false, std::memory_order_release);
+}
+
+bool pid_budget_spent(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  return node_no >= 1 && node_no <= t.nodes.size() && t.nodes[node_no - 1].pids_spent.load(std::memory_order_acquire);
+}
+
+bool charge_refused() noexcept { return tls_pid_charge && pid_budget_spent(tls_pid_charge); }
+
+std::size_t pids_held_by(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  return node_no >= 1 && node_no <= t.nodes.size() ? t.nodes[node_no - 1].pids_held.load(std::memory_order_relaxed) : 0;
+}
+
 std::string node_name_of(uint32_t node_no) {
   table& t = the_table();
   rt::shared_lock g(t.mu);
@@ -187,6 +234,8 @@ std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::str
       continue;
     }
     e.live = false;
+    if (e.charged_to) t.nodes[e.charged_to - 1].pids_held.fetch_sub(1, std::memory_order_relaxed);
+    e.charged_to = 0;
     // A slot whose generation would wrap is retired: an old pid must never
     // name a new process.
     if (e.gen != UINT32_MAX) {

@@ -38,6 +38,31 @@ uint32_t node_number(std::string_view node);
 herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept;
 std::string node_name_of(uint32_t node_no);
 
+// The remote pids one connection's frames make this node hold: an entry
+// made while a pid_charge_scope for the connection's node is open on the
+// thread counts against that node's cap until it goes; past the cap the pid
+// is refused (no_pid) and the budget marked spent. The scope must not span
+// a suspension or a send (a send may yield, and the fiber resume on another
+// thread): a thread-local.
+class pid_charge_scope {
+ public:
+  explicit pid_charge_scope(uint32_t node_no) noexcept;
+  ~pid_charge_scope();
+  pid_charge_scope(const pid_charge_scope&) = delete;
+  pid_charge_scope& operator=(const pid_charge_scope&) = delete;
+
+ private:
+  uint32_t prev_;
+};
+// A connection to the node starts: its cap (0: none), a refusal forgotten.
+void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept;
+// True once a pid was refused for the cap since the reset.
+bool pid_budget_spent(uint32_t node_no) noexcept;
+// True when the thread's open pid_charge_scope's budget is spent.
+bool charge_refused() noexcept;
+// The entries charged to the node's connections that still live.
+std::size_t pids_held_by(uint32_t node_no) noexcept;
+
 // Drops every entry of `ended` (a node whose connection just ended; "" for
 // none) and the entries of other unconnected nodes (not in `connected`,
 // sorted) that nobody interned since the previous sweep. Returns how many went.

@@ -79,6 +79,7 @@ struct dist_state {
   self_id self HERD_GUARDED_BY(mu);
   std::chrono::milliseconds ticktime HERD_GUARDED_BY(mu){60000};
   uint32_t max_atoms HERD_GUARDED_BY(mu) = 0;      // dist_options::max_atoms_per_connection
+  uint32_t max_pids HERD_GUARDED_BY(mu) = 0;       // dist_options::max_remote_pids_per_connection
   std::size_t busy_limit HERD_GUARDED_BY(mu) = 0;  // dist_options::dist_buf_busy_limit
   herd::pid keeper HERD_GUARDED_BY(mu);  // owns the epmd registration
   std::map<std::string, conn_entry, std::less<>> conns HERD_GUARDED_BY(mu);

@@ -207,15 +207,16 @@ std::optional<incoming> decode_frame(const self_id& me, std::string_view body, s
 }
 
 std::string frame_monitor_exit(std::string_view to_raw, std::string_view from_raw, std::string_view ref_raw,
-                               std::string_view reason) {
+                               std::string_view reason, bool payload) {
   xbuf c;
   ei_x_encode_version(&c.b);
-  ei_x_encode_tuple_header(&c.b, 5);
-  ei_x_encode_long(&c.b, ctl_monitor_p_exit);
+  ei_x_encode_tuple_header(&c.b, payload ? 4 : 5);
+  ei_x_encode_long(&c.b, payload ? ctl_payload_monitor_p_exit : ctl_monitor_p_exit);
   std::string control(c.view());
   control += to_raw;
   control += from_raw;
   control += ref_raw;
+  if (payload) control += '\x83';  // the reason is the payload: a term of its own
   control += reason;
   std::string f;
   put32(f, uint32_t(1 + control.size()));

@@ -49,9 +49,11 @@ struct incoming {
 std::optional<incoming> decode_frame(const self_id& me, std::string_view body, std::string* why = nullptr);
 
 // MONITOR_P_EXIT {21, ToProc, FromPid, Ref, Reason}: a monitor a remote
-// process holds on one of ours fired. `reason_term` without 131.
+// process holds on one of ours fired. `reason_term` without 131. `payload`
+// (the peer announced DFLAG_EXIT_PAYLOAD): PAYLOAD_MONITOR_P_EXIT {28,
+// ToProc, FromPid, Ref} with the reason as the frame's payload.
 std::string frame_monitor_exit(std::string_view to_raw, std::string_view from_raw, std::string_view ref_raw,
-                               std::string_view reason_term);
+                               std::string_view reason_term, bool payload = false);
 // An exit reason as the term Erlang would see: normal, shutdown, killed,
 // noproc, or {Type, What} (binaries) for an error.
 std::string reason_term(int kind, const std::string& type, const std::string& what);
@@ -70,9 +72,9 @@ bool is_auth_yes(std::string_view payload, std::string_view ref);
 // bounded codec. ---
 
 // The tags besides `ctl` above: the trace-token and payload forms of the
-// exits (a peer uses the payload forms only if we announce
-// DFLAG_EXIT_PAYLOAD, which we do not; they are read anyway), and UNLINK_ID
-// with its ACK (DFLAG_UNLINK_ID, which we do announce).
+// exits (DFLAG_EXIT_PAYLOAD, OTP 22+, which we announce: a peer with it
+// sends the payload forms, and so do we to it), and UNLINK_ID with its ACK
+// (DFLAG_UNLINK_ID, which we announce too).
 enum ctl_links : long {
   ctl_exit_tt = 13, ctl_exit2_tt = 18, ctl_payload_exit = 24, ctl_payload_exit_tt = 25, ctl_payload_exit2 = 26,
   ctl_payload_exit2_tt = 27, ctl_payload_monitor_p_exit = 28, ctl_unlink_id = 35, ctl_unlink_id_ack = 36,
@@ -93,10 +95,14 @@ std::optional<link_frame> decode_link_frame(const self_id& me, std::string_view 
 
 // Whole frames (length included).
 std::string frame_link(const self_id& me, long op, herd::pid from, herd::pid to);  // LINK, UNLINK
-// EXIT (through a link) or EXIT2 (exit/2).
-std::string frame_exit(const self_id& me, bool via_link, herd::pid from, herd::pid to, const exit_reason& r);
-// EXIT {3, From, To, Reason} back to the terms a frame came with.
-std::string frame_exit_raw(const herd::term& from, const herd::term& to, const exit_reason& r);
+// EXIT (through a link) or EXIT2 (exit/2); `payload` (the peer announced
+// DFLAG_EXIT_PAYLOAD): PAYLOAD_EXIT {24, From, To} or PAYLOAD_EXIT2 {26,
+// From, To} with the reason as the frame's payload, so a large reason is
+// not part of the control message.
+std::string frame_exit(const self_id& me, bool via_link, herd::pid from, herd::pid to, const exit_reason& r,
+                       bool payload = false);
+// EXIT {3, From, To, Reason} (PAYLOAD_EXIT with `payload`) back to the terms a frame came with.
+std::string frame_exit_raw(const herd::term& from, const herd::term& to, const exit_reason& r, bool payload = false);
 // MONITOR_P / DEMONITOR_P of a pid, or of `name` on the peer when not empty.
 std::string frame_monitor(const self_id& me, long op, herd::pid from, herd::pid to, std::string_view name,
                           uint64_t ref);

@@ -121,12 +121,22 @@ std::string frame_link(const self_id& me, long op, herd::pid from, herd::pid to)
   return frame_of(term::tuple({term(op), pid_term(me, from), pid_term(me, to)}));
 }
 
-std::string frame_exit(const self_id& me, bool via_link, herd::pid from, herd::pid to, const exit_reason& r) {
+std::string frame_exit(const self_id& me, bool via_link, herd::pid from, herd::pid to, const exit_reason& r,
+                       bool payload) {
+  if (payload) {
+    term reason = reason_to_term(r);
+    long op = via_link ? ctl_payload_exit : ctl_payload_exit2;
+    return frame_of(term::tuple({term(op), pid_term(me, from), pid_term(me, to)}), &reason);
+  }
   long op = via_link ? ctl_exit : ctl_exit2;
   return frame_of(term::tuple({term(op), pid_term(me, from), pid_term(me, to), reason_to_term(r)}));
 }
 
-std::string frame_exit_raw(const term& from, const term& to, const exit_reason& r) {
+std::string frame_exit_raw(const term& from, const term& to, const exit_reason& r, bool payload) {
+  if (payload) {
+    term reason = reason_to_term(r);
+    return frame_of(term::tuple({term(long(ctl_payload_exit)), from, to}), &reason);
+  }
   return frame_of(term::tuple({term(long(ctl_exit)), from, to, reason_to_term(r)}));
 }
 

@@ -27,6 +27,11 @@ if [[ -e "$build/dist/libherd_dist.a" ]]; then
     [[ -e "$prefix/$f" ]] || { echo "not installed: $f"; exit 1; }
   done
   [[ -x "$scratch/user/dist_user" ]] || { echo "dist_user was not built: no herd::dist in the package"; exit 1; }
+  # Relocatable: ei is the consumer's herd::ei, found at its configure time, not a path of this machine.
+  if grep -q "libei" "$prefix"/lib*/cmake/herd/herdTargets*.cmake; then
+    echo "the package names libei by path:"; grep -n "libei" "$prefix"/lib*/cmake/herd/herdTargets*.cmake; exit 1
+  fi
+  grep -q "herd::ei" "$prefix"/lib*/cmake/herd/herdTargets*.cmake || { echo "herd::dist does not link herd::ei"; exit 1; }
   "$scratch/user/dist_user"
 fi
 echo "find_package(herd): ok"

@@ -1,11 +1,14 @@
 // distbench_client — a herd node as the client of tools/distbench/distbench.sh:
 //
 //   distbench_client --sname S --cookie C --target NODE --label L [--msgs N] [--calls N] [--rounds R]
+//                    [--busy-limit BYTES]
 //
 // against NODE's `counter` and `echo` (examples/dist_echo, or the Erlang
 // loop distbench.sh runs): N one-way {tick, I} to {counter, NODE} then a
 // `count` call; then CALLS gen_server calls of `ping` to {echo, NODE}
 // (herd::dist::call). One RESULT line per figure, with from=herd to=L.
+// --busy-limit: dist_options::dist_buf_busy_limit (default 1 MiB; 0: never
+// wait), for A/B runs of the sender's back-pressure.
 #include <herd/actors.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
@@ -23,7 +26,7 @@ using namespace std::chrono;
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "distbench_client: %s\nusage: distbench_client --sname S --cookie C --target NODE --label L "
-               "[--msgs N] [--calls N] [--rounds R]\n",
+               "[--msgs N] [--calls N] [--rounds R] [--busy-limit BYTES]\n",
                why);
   std::exit(2);
 }
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
     else if (a == "--msgs") msgs = number(v, "--msgs");
     else if (a == "--calls") calls = number(v, "--calls");
     else if (a == "--rounds") rounds = number(v, "--rounds");
+    else if (a == "--busy-limit") d.dist_buf_busy_limit = std::size_t(number(v, "--busy-limit"));
     else usage(("unknown option " + a).c_str());
   }
   if (d.sname.empty() || target.empty() || label.empty()) usage("--sname, --target and --label are required");

@@ -1,6 +1,6 @@
 // What one connection may cost this node: a peer's new atoms come out of a
 // per-connection share (max_atoms_per_connection), the remote pids it
-// brought go when it ends, and a process sending to a peer that does not
+// brought are capped (max_remote_pids_per_connection) and go when it ends, and a process sending to a peer that does not
 // read waits once dist_buf_busy_limit bytes are queued. The peer is a fake
 // node in this test process: the real handshake on a TCP connection to our
 // own listener, then hand-made frames (or none read at all). Every wait is
@@ -185,6 +185,51 @@ TEST_CASE("the remote pids a connection brought go when it ends, and a kept one 
   CHECK_FALSE(stale_describe);
   CHECK_FALSE(stale_send);
   CHECK(fresh_differs);
+}
+
+TEST_CASE("a peer whose frames name more remote pids than max_remote_pids_per_connection is cut off with a log line") {
+  herd::test::log_to_file log("conn_limits_pids");
+  std::string err;
+  int delivered = 0, with_sender = 0;
+  bool closed = false;
+  std::size_t held_after = 1;
+  constexpr uint32_t cap = 20, senders = 100;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("pidcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("pid_cap_sink", herd::self());
+    std::string fake_name;
+    {
+      fake_node fake(*me, "pidcapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      // Each from a process of its own: one new remote pid per frame.
+      for (uint32_t i = 1; i <= senders; ++i)
+        if (!fake.reg_send(i, "pid_cap_sink", term(int64_t(i)))) break;
+      closed = fake.closed_within(30s);
+    }
+    // The connection delivered what it took before it closed: all of it is
+    // in this mailbox by now.
+    for (bool more = true; more;)
+      herd::receive([&](const herd::dist::etf_message& m) {
+        ++delivered;
+        if (m.from.valid()) ++with_sender;
+      }, herd::after(0ms, [&] { more = false; }));
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(delivered == int(cap));  // the frame past the cap is dropped, not delivered without its sender
+  CHECK(with_sender == int(cap));
+  CHECK(held_after == 0);  // its pids went with the connection
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
 }
 
 TEST_CASE("a process sending to a peer that reads nothing waits at dist_buf_busy_limit, its worker free, and the queue stays under it") {

@@ -70,8 +70,9 @@ struct fake_node {
     return bool(w);
   }
   // The control term of the next frame the node writes (ticks skipped), or
-  // nullopt when none comes within `limit` or the connection ends.
-  std::optional<term> next_control(std::chrono::seconds limit) {
+  // nullopt when none comes within `limit` or the connection ends; the
+  // frame's payload term, when it has one, in *payload.
+  std::optional<term> next_control(std::chrono::seconds limit, std::optional<term>* payload = nullptr) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
       while (in.size() >= 4) {
@@ -81,12 +82,23 @@ struct fake_node {
         std::string body = in.substr(4, len);
         in.erase(0, 4 + std::size_t(len));
         if (len == 0) continue;  // a tick
-        // 'p', then the control term in the external format (131 ...).
-        if (body.size() < 2 || body[0] != 'p') continue;
-        auto t = herd::binary_to_term(std::string_view(body).substr(1));
-        if (t) return std::move(*t);
-        err = "a frame whose control term does not decode";
-        return std::nullopt;
+        // 'p', then the control term in the external format (131 ...),
+        // then for some the payload (131 ...).
+        if (body.size() < 2 || body[0] != 'p' || uint8_t(body[1]) != 131) continue;
+        at = 2;
+        auto t = herd::decode_term(body, at);
+        if (!t) {
+          err = "a frame whose control term does not decode";
+          return std::nullopt;
+        }
+        if (payload) {
+          payload->reset();
+          if (at < body.size() && uint8_t(body[at]) == 131) {
+            ++at;
+            if (auto p = herd::decode_term(body, at)) *payload = std::move(*p);
+          }
+        }
+        return std::move(*t);
       }
       auto r = sock->recv(0, 1s);
       if (!r) {

@@ -78,6 +78,12 @@ struct dist_options {
   // next connection from that node starts afresh. 0: no share, the
   // node-wide limit only.
   uint32_t max_atoms_per_connection = 65536;
+  // Remote pids the frames of one connection may make this node hold (the
+  // senders, linkers and monitors its frames name, each an entry of the
+  // remote pid table until the connection ends or, for pids of other nodes,
+  // until unused). Past it the frame is dropped and the connection closes
+  // with a log line. 0: no cap.
+  uint32_t max_remote_pids_per_connection = 1u << 20;
   // Erlang's dist_buf_busy_limit: with this many bytes queued for a
   // connection, a process sending to that node waits (parked, its worker
   // free) until the connection has written them down below it, or ends.
