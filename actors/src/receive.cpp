@@ -47,6 +47,7 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
   for (; cur; prev = cur, cur = next_of(cur)) {
     if (mt.test(mt.ctx, cur)) {
       mb.unlink(prev, cur);
+      note_unfiled(p, cur);
       return cur;
     }
   }
@@ -59,6 +60,7 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
     for (message* m = fresh; m; prev = m, m = next_of(m)) {
       if (mt.test(mt.ctx, m)) {
         mb.unlink(prev, m);
+        note_unfiled(p, m);
         return m;
       }
     }

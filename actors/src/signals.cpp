@@ -78,6 +78,7 @@ message* act_on(process* p, message* m) {
       if (p->rel && p->rel->drop(ref_role::monitoring, ref)) {
         m->kind = kind_user;
         m->reserved = tagged_by_ref;  // demonitor / a finished call may still drop it
+        ++p->rel->tagged_filed;
         return m;
       }
       destroy_message(m);  // demonitored: Erlang's {flush}
@@ -88,6 +89,7 @@ message* act_on(process* p, message* m) {
       if (p->rel && p->rel->has(ref_role::alias, ref)) {
         m->kind = kind_user;
         m->reserved = tagged_by_ref;
+        ++p->rel->tagged_filed;
         return m;
       }
       destroy_message(m);  // the call gave up: a late reply is dropped
@@ -133,6 +135,7 @@ void answer_as_dead(process* p, message* m, const exit_reason& reason) {
 
 std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t ref) {
   mailbox& mb = p->mbox;
+  if (!p->rel || !p->rel->tagged_filed) return 0;  // nothing tagged is filed: no scan
   message* prev = from_start ? nullptr : after;
   message* m = from_start ? mb.save_head : (after ? next_of(after) : mb.save_head);
   std::size_t dropped = 0;
@@ -140,6 +143,7 @@ std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t re
     message* next = next_of(m);
     if (m->reserved == tagged_by_ref && *static_cast<const uint64_t*>(m->payload()) == ref) {
       mb.unlink(prev, m);
+      --p->rel->tagged_filed;
       destroy_message(m);
       ++dropped;
     } else {

@@ -104,6 +104,12 @@ struct ref_entry {
 struct relations {
   relation_table<link_entry, 2> links;
   relation_table<ref_entry, 4> refs;
+  // Messages tagged_by_ref in the save queue (filed `down`s and call replies):
+  // while there are none, demonitor of a monitor that already fired has no
+  // `down` to look for and skips the scan of the mailbox (O(1), as OTP's
+  // demonitor/1). A tagged message is filed only with `rel` allocated, and
+  // `rel` stays until the process is freed.
+  uint32_t tagged_filed = 0;
 
   static uint64_t key(ref_role r, uint64_t ref) noexcept { return (uint64_t(r) << 62) | ref; }
   static ref_role role_of(const ref_entry& e) noexcept { return ref_role(e.key >> 62); }
@@ -125,6 +131,11 @@ struct relations {
 };
 
 relations& relations_of(process* p);
+
+// The owner took m out of its save queue (a receive): keeps tagged_filed.
+inline void note_unfiled(process* p, const message* m) noexcept {
+  if (m->reserved == tagged_by_ref) --p->rel->tagged_filed;
+}
 
 // Any thread. Sets m->kind and delivers; false (m freed) if `to` is gone.
 bool send_signal(pid to, uint32_t kind, message* m) noexcept;

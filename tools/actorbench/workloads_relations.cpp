@@ -13,8 +13,12 @@
 //                       stop all and receive N downs (downs_ms)
 //   deferred_calls N    N callers each call a server that answers none of them
 //                       until it holds all N, then all (wall_ms; replies_ms from
-//                       the server's last call_request to the last caller's end)
+//                       the server's last call_request to the last caller's end);
+//                       minflt_per_caller / bytes_per_caller: page faults and RSS
+//                       per caller blocked in its call, once the server holds all
 #include "workloads.hpp"
+
+#include "proc_stats.hpp"
 
 #include <herd/actors.hpp>
 #include <herd/actors/server.hpp>
@@ -142,6 +146,7 @@ void deferred_calls(const config& c) {
   uint64_t n = c.args.at(0);
   herd::pid me = herd::self();
   auto s = herd::start_server<deferred_server>(n, me);
+  proc_stats before = read_proc_stats();
   auto t0 = clk::now();
   for (uint64_t i = 0; i < n; ++i)
     herd::spawn([s, me, i] {
@@ -149,12 +154,17 @@ void deferred_calls(const config& c) {
       herd::send(me, done{});
     });
   herd::receive([](collected) {});
+  // Every caller is parked in its call now (the server answers after this).
+  proc_stats held = read_proc_stats();
   auto t1 = clk::now();
   for (uint64_t i = 0; i < n; ++i) herd::receive([](done) {});
   double replies_ms = ms_since(t1), wall_ms = ms_since(t0);
   (void)herd::stop_server(s);
-  std::printf("RESULT impl=herd workload=deferred_calls %s n=%llu replies_ms=%.1f wall_ms=%.1f\n",
-              common_keys(c).c_str(), (unsigned long long)n, replies_ms, wall_ms);
+  std::printf("RESULT impl=herd workload=deferred_calls %s n=%llu replies_ms=%.1f wall_ms=%.1f "
+              "minflt_per_caller=%.2f bytes_per_caller=%.0f\n",
+              common_keys(c).c_str(), (unsigned long long)n, replies_ms, wall_ms,
+              double(held.minflt - before.minflt) / double(n),
+              double(int64_t(held.rss_bytes) - int64_t(before.rss_bytes)) / double(n));
 }
 
 }  // namespace

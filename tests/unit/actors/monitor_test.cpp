@@ -237,6 +237,41 @@ TEST_CASE("demonitor drops a down that a receive already skipped over", "[monito
   CHECK(left == 0);
 }
 
+// demonitor skips its scan of the mailbox while no `down` or call reply is
+// filed (a count the receives keep): the count must follow every way such a
+// message comes and goes — a call's reply received, a down received, a down
+// dropped by demonitor — or a filed down would survive its demonitor. The
+// downs for a dead pid are signals to ourselves, so their order is known.
+TEST_CASE("demonitor drops a skipped-over down after other downs and call replies came and went", "[monitor]") {
+  unsigned workers = HERD_WORKERS();
+  INFO("workers: " << workers);
+  int replies = 0, received = 0, strays = 0;
+  std::size_t left = 99;
+  auto r = run_node(opts(workers), [&] {
+    auto srv = herd::spawn([] {
+      for (bool done = false; !done;)
+        herd::receive([](herd::call_request<int>&& c) { herd::reply(c.from, c.req); }, [&](stop) { done = true; });
+    });
+    auto dead = herd::spawn([] {});
+    received += down_for(herd::monitor(dead)).has_value();
+    for (int round = 0; round < 3; ++round) {
+      replies += herd::call<int>(srv, 1);
+      auto skipped = herd::monitor(dead);
+      auto taken = herd::monitor(dead);
+      received += down_for(taken).has_value();  // passes over skipped's down, which stays filed
+      herd::demonitor(skipped);
+      strays += down_for(skipped, 20ms).has_value();
+    }
+    herd::send(srv, stop{});
+    left = herd::mailbox_size();
+  });
+  CHECK(r.is_normal());
+  CHECK(replies == 3);
+  CHECK(received == 4);
+  CHECK(strays == 0);
+  CHECK(left == 0);
+}
+
 TEST_CASE("down carries the exit reason: normal, shutdown, an error's type and what(), killed", "[monitor]") {
   unsigned workers = HERD_WORKERS();
   std::optional<herd::down> downs[4];

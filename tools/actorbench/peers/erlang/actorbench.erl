@@ -155,6 +155,12 @@ rss_bytes() ->
     [Kb | _] = string:lexemes(binary_to_list(Rest), " \t\n"),
     list_to_integer(Kb) * 1024.
 
+%% Minor page faults of the whole OS process so far (/proc/self/stat field 10).
+minflt() ->
+    {ok, B} = file:read_file("/proc/" ++ os:getpid() ++ "/stat"),
+    [_, Rest] = binary:split(B, <<") ">>),
+    list_to_integer(lists:nth(8, string:lexemes(binary_to_list(Rest), " "))).
+
 %% ---- pingpong / pingpong_many -------------------------------------------------
 
 pingpong(Rts) ->
@@ -387,14 +393,20 @@ unrelated(K) ->
 %% noreply + gen_server:reply).
 deferred_calls(N) ->
     {ok, S} = gen_server:start(?MODULE, {deferred, N, self()}, []),
+    Rss0 = rss_bytes(),
+    Flt0 = minflt(),
     T0 = now_ns(),
     [spawn(?MODULE, deferred_caller, [S, self(), I]) || I <- lists:seq(1, N)],
     receive collected -> ok end,
+    Flt1 = minflt(),
+    Rss1 = rss_bytes(),
     T1 = now_ns(),
     await(done, N),
     T2 = now_ns(),
     ok = gen_server:stop(S),
-    result(deferred_calls, [{n, N}, {replies_ms, ms(T1, T2)}, {wall_ms, ms(T0, T2)}]).
+    result(deferred_calls, [{n, N}, {replies_ms, ms(T1, T2)}, {wall_ms, ms(T0, T2)},
+                            {minflt_per_caller, (Flt1 - Flt0) / N},
+                            {bytes_per_caller, (Rss1 - Rss0) div N}]).
 
 deferred_caller(S, Coord, I) ->
     ok = gen_server:call(S, {dreq, I}, infinity),
