@@ -1,21 +1,75 @@
-// Message envelopes: destruction and the live-message count used by leak
-// checks. The count is kept per thread (each block written by one thread,
-// relaxed) so a send costs no shared read-modify-write.
+// Message envelopes: allocation, destruction and the live-message count used
+// by leak checks. The count is kept per thread (each block written by one
+// thread, relaxed) so a send costs no shared read-modify-write.
+//
+// The same per-thread block caches freed small envelopes (issue 19): a
+// process that receives and sends (a ping-pong, a server's request and reply)
+// reuses the envelope it just freed on the same thread, so the common message
+// costs no allocator call either way. Envelopes are cached by the thread that
+// frees them, whoever made them: a block only ever moves from a mailbox (the
+// push and the drain order it) to the freeing thread's list, which no other
+// thread reads. Bounded per class, so a thread that only receives (fan-in)
+// holds at most 16 KiB a size class and gives the rest back to the allocator; flushed
+// when the thread exits. Off under ASan, whose use-after-free reports a
+// cache would hide.
 #include <herd/actors/message.hpp>
+#include <herd/runtime/sanitizers.hpp>
 
 #include <atomic>
 
 namespace herd::detail {
 namespace {
 
+constexpr bool cache_enabled = !HERD_ASAN;
+// Class c holds envelopes of (c + 1) * cache_step bytes, header included;
+// every envelope of the class is allocated at that size, so any of them fits
+// any message of the class. 32 steps up to 256 bytes cover a header plus a
+// few strings or a small struct; larger messages go to the allocator.
+constexpr std::size_t cache_step = 32;
+constexpr std::size_t cache_classes = 8;
+// Per class at most 16 KiB (256 envelopes of 64 bytes): enough for a
+// receiver's burst of a few hundred messages to come back to its senders on
+// the same worker (fan-in), at most 128 KiB a thread when every class is full.
+constexpr std::size_t cache_class_bytes = 16384;
+constexpr uint32_t cache_cap(std::size_t c) noexcept { return uint32_t(cache_class_bytes / ((c + 1) * cache_step)); }
+
+struct free_envelope {
+  free_envelope* next;
+};
+
 struct counter_block {
   std::atomic<int64_t> value{0};
   std::atomic<uint64_t> made{0};  // messages (and signals) made by this thread, ever: the observer's rate
   counter_block* next = nullptr;
+  // Owning thread only.
+  bool closed = false;  // the thread is exiting: frees go to the allocator
+  uint32_t cached[cache_classes] = {};
+  free_envelope* cache[cache_classes] = {};
+
+  void close_cache() noexcept {
+    closed = true;
+    for (std::size_t c = 0; c < cache_classes; ++c) {
+      while (free_envelope* e = cache[c]) {
+        cache[c] = e->next;
+        alloc::deallocate(e);
+      }
+      cached[c] = 0;
+    }
+  }
+};
+
+// Flushes the exiting thread's cache. Touched once per thread (in
+// register_block), so the hot paths read only the trivial tl_block.
+struct cache_closer {
+  counter_block* block = nullptr;
+  ~cache_closer() {
+    if (block) block->close_cache();
+  }
 };
 
 std::atomic<counter_block*> g_blocks{nullptr};
 __attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block = nullptr;
+thread_local cache_closer tl_closer;
 
 [[gnu::noinline]] counter_block* register_block() {
   auto* b = new counter_block;  // never freed: a thread's count must survive the thread
@@ -24,28 +78,82 @@ __attribute__((tls_model("initial-exec"))) thread_local counter_block* tl_block 
   while (!g_blocks.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
   }
   tl_block = b;
+  if constexpr (cache_enabled) tl_closer.block = b;
   return b;
+}
+
+inline counter_block* this_block() noexcept {
+  counter_block* b = tl_block;
+  if (__builtin_expect(!b, 0)) b = register_block();
+  return b;
+}
+
+inline void add(std::atomic<int64_t>& a, int64_t d) noexcept {
+  a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
+
+inline std::size_t class_of(std::size_t bytes) noexcept { return (bytes - 1) / cache_step; }
+
+// The thread that runs this may differ from the one that allocated mem.
+inline void give_back(counter_block* b, void* mem, std::size_t bytes) noexcept {
+  if constexpr (cache_enabled) {
+    const std::size_t c = class_of(bytes);
+    if (c < cache_classes && b->cached[c] < cache_cap(c) && !b->closed) {
+      auto* e = static_cast<free_envelope*>(mem);
+      e->next = b->cache[c];
+      b->cache[c] = e;
+      ++b->cached[c];
+      return;
+    }
+  }
+  alloc::deallocate(mem);
 }
 
 }  // namespace
 
-// Not inlined (callers may suspend and move to another worker; inside this
-// function nothing does, so the thread_local is read for the right thread).
+// Not inlined (callers may suspend and move to another worker; inside these
+// functions nothing does, so the thread_local is read for the right thread).
 [[gnu::noinline]] void count_message(int delta) noexcept {
-  counter_block* b = tl_block;
-  if (__builtin_expect(!b, 0)) b = register_block();
-  b->value.store(b->value.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  counter_block* b = this_block();
+  add(b->value, delta);
   if (delta > 0) b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+[[gnu::noinline]] void* allocate_message(std::size_t bytes) {
+  counter_block* b = this_block();
+  void* mem;
+  const std::size_t c = class_of(bytes);
+  if (cache_enabled && c < cache_classes) {
+    if (free_envelope* e = b->cache[c]) {
+      b->cache[c] = e->next;
+      --b->cached[c];
+      mem = e;
+    } else {
+      mem = alloc::allocate((c + 1) * cache_step);
+    }
+  } else {
+    mem = alloc::allocate(bytes);
+  }
+  add(b->value, 1);
+  b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return mem;
+}
+
+[[gnu::noinline]] void free_message_memory(void* mem, std::size_t bytes) noexcept {
+  counter_block* b = this_block();
+  give_back(b, mem, bytes);
+  add(b->value, -1);
+}
+
 void destroy_message(message* m) noexcept {
-  // The ops table lives with the type's code: read the owner before running
-  // it, and drop the reference only after it has returned.
-  module_anchor* owner = m->ops->owner;
-  m->ops->destroy(m->payload());
+  // The ops table lives with the type's code: read the owner and the size
+  // before running it, and drop the reference only after it has returned.
+  const message_ops* ops = m->ops;
+  module_anchor* owner = ops->owner;
+  const std::size_t bytes = message::payload_offset + ops->size;
+  ops->destroy(m->payload());
   m->~message();
-  alloc::deallocate(m);
-  count_message(-1);
+  free_message_memory(m, bytes);
   if (__builtin_expect(owner != nullptr, 0)) module_release(owner);
 }
 

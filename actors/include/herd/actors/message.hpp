@@ -94,22 +94,29 @@ struct ops_holder {
 // Counts live messages (leak check at node teardown); relaxed, any thread.
 void count_message(int delta) noexcept;
 
+// A message envelope of `bytes` (header and value), counted as live. Small
+// envelopes come from the calling thread's cache of freed ones (no allocator
+// call), others from alloc::allocate. Any thread; throws std::bad_alloc.
+void* allocate_message(std::size_t bytes);
+// Gives back an envelope from allocate_message whose value was never built
+// (its constructor threw). Any thread.
+void free_message_memory(void* mem, std::size_t bytes) noexcept;
+
 template <class T, class... Args>
 message* make_message(Args&&... args) {
   static_assert(alignof(T) <= 16, "herd: message types must not need more than 16-byte alignment");
   static_assert(std::is_move_constructible_v<T> || std::is_copy_constructible_v<T>);
-  void* mem = alloc::allocate(message::payload_offset + sizeof(T));
+  void* mem = allocate_message(message::payload_offset + sizeof(T));
   auto* m = new (mem) message;
   try {
     new (m->payload()) T(std::forward<Args>(args)...);
   } catch (...) {
-    alloc::deallocate(mem);
+    free_message_memory(mem, message::payload_offset + sizeof(T));
     throw;
   }
   m->type = type_id<T>;
   m->ops = &ops_holder<T>::ops;
   if (__builtin_expect(ops_holder<T>::ops.owner != nullptr, 0)) module_retain(ops_holder<T>::ops.owner);
-  count_message(1);
   return m;
 }
 
