@@ -59,6 +59,9 @@ struct server_options {
   std::chrono::milliseconds body_timeout{10000};
   std::chrono::milliseconds idle_timeout{60000};  // herd::infinity: never
   std::chrono::milliseconds idle_hibernate{1000};  // herd::infinity: never
+  // After a final error answer: how long to read and drop what the client
+  // still sends (at most 1 MiB) before closing (see linger below).
+  std::chrono::milliseconds linger_timeout{1000};
 };
 
 // From a connection process: speaks HTTP on `t` until the peer or a
@@ -108,12 +111,12 @@ bool flush(connection<T>& c) {
 // Closing a socket that still has unread input sends a reset, and a reset
 // can reach the client before it read the answer (it loses the 413 for the
 // body it is still sending). So: half-close, then read and drop what comes
-// until the peer closes, for at most a second and 1 MiB (nginx's
+// until the peer closes, for at most linger_timeout (1 s) and 1 MiB (nginx's
 // lingering_close).
 template <class T>
 void linger(connection<T>& c) {
   if (!c.t.shutdown_write() || !c.t.set_active(herd::net::active::once())) return;
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  auto until = std::chrono::steady_clock::now() + c.o.linger_timeout;
   std::size_t dropped = 0;
   for (bool more = true; more && dropped < (1u << 20);) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
