@@ -55,7 +55,7 @@ herd::detail::remote_nodes_report nodes_report() {
       s.queued_frames = r.c->queued_frames.load(std::memory_order_relaxed);
       auto age = duration_cast<milliseconds>(clk::duration(std::max<int64_t>(0, now - r.c->last_received_ns.load(std::memory_order_relaxed))));
       s.last_received_ms = age.count();
-      s.ticks_missed = uint64_t(age / r.c->tick_interval);
+      s.ticks_missed = uint64_t(age.count() / std::max<int64_t>(1, r.c->tick_interval_ms.load(std::memory_order_relaxed)));
     }
     out.nodes.push_back(std::move(s));
   }

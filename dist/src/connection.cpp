@@ -137,7 +137,7 @@ class link_loop {
       max_pids_ = state().max_pids;
     }
     reset_pid_budget(origin_, max_pids_);
-    stats_->tick_interval = std::max(tick_ / 4, milliseconds(1));
+    stats_->tick_interval_ms.store(std::max(tick_ / 4, milliseconds(1)).count(), std::memory_order_relaxed);
     stats_->last_received_ns.store(clk::now().time_since_epoch().count(), std::memory_order_relaxed);
     // A new connection from the node: a fresh share of new atoms.
     if (atoms_) atoms_->reset(max_atoms ? int64_t(max_atoms) : INT64_MAX);

@@ -47,7 +47,9 @@ struct conn_counters {
   std::atomic<uint64_t> bytes_in{0}, bytes_out{0}, messages_in{0}, messages_out{0};
   std::atomic<uint64_t> queued_frames{0};
   std::atomic<int64_t> last_received_ns{0};  // steady clock
-  std::chrono::milliseconds tick_interval{15000};
+  // ms; written by the connection when it comes up, read by nodes_report
+  // on any thread (relaxed: a figure, nothing is published through it).
+  std::atomic<int64_t> tick_interval_ms{15000};
   // Bytes queued for the socket: frames senders put in the process's
   // mailbox (added by the sender before its send) and the process's own
   // buffer the kernel has not taken (taken off as the kernel takes it).
