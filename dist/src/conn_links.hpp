@@ -59,6 +59,7 @@ class link_table {
   // The peer announced DFLAG_EXIT_PAYLOAD (OTP 22+): exits go in the
   // payload forms (PAYLOAD_EXIT, PAYLOAD_EXIT2).
   void set_exit_payload(bool on) noexcept { exit_payload_ = on; }
+  bool exit_payload() const noexcept { return exit_payload_; }
 
  private:
   struct mon {

@@ -148,7 +148,6 @@ class link_loop {
     send_sender_ = (peer_.flags & dflag_send_sender) != 0;
     links_.set_unlink_id((peer_.flags & dflag_unlink_id) != 0);
     links_.set_exit_payload((peer_.flags & dflag_exit_payload) != 0);
-    exit_payload_ = (peer_.flags & dflag_exit_payload) != 0;
     last_recv_ = last_send_ = clk::now();
     auto next_tick = last_recv_ + quarter;
     if (auto r = s_.set_active(net::active::once()); !r) return r.error().message();
@@ -361,7 +360,7 @@ class link_loop {
     // go away while the connection lasts, so its monitor never fires.
     if (!target.valid() && f.to_name == "net_kernel") return;
     if (!target.valid() || target.is_remote()) {
-      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}), exit_payload_);
+      out_ += frame_monitor_exit(w.to, w.from, w.ref, reason_term(int(herd::exit_kind::noproc), {}, {}), links_.exit_payload());
       return;
     }
     if (!target_mon_.count(target)) {
@@ -395,7 +394,7 @@ class link_loop {
                       reason);
     auto [b, e] = watches_.equal_range(t->second);
     for (auto w = b; w != e; ++w) {
-      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason, exit_payload_);
+      out_ += frame_monitor_exit(w->second.to, w->second.from, w->second.ref, reason, links_.exit_payload());
       by_ref_.erase(w->second.ref);
     }
     watches_.erase(b, e);
@@ -418,7 +417,6 @@ class link_loop {
   self_id me_;
   milliseconds tick_;
   bool send_sender_ = false;
-  bool exit_payload_ = false;  // the peer takes PAYLOAD_EXIT* (DFLAG_EXIT_PAYLOAD)
   bool want_write_ = false;  // notify_writable asked, its tcp_writable not yet taken
   std::string in_, out_;
   std::size_t in_off_ = 0, out_off_ = 0;
