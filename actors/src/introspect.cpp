@@ -57,19 +57,8 @@ struct info_answer {
   introspect::relations r HERD_GUARDED_BY(m);
 };
 
-namespace {
-// What a relation table holds on the heap beyond its inline slots.
-template <class T>
-std::size_t table_heap_bytes(const T& t) noexcept {
-  return std::size_t{t.heap_slots()} * sizeof(typename T::value_type);
-}
-}  // namespace
-
 uint32_t relations_bytes_of(const process* p) noexcept {
-  const relations* r = p->rel;
-  if (!r) return 0;
-  std::size_t b = sizeof(relations) + table_heap_bytes(r->links) + table_heap_bytes(r->refs);
-  return static_cast<uint32_t>(std::min<std::size_t>(b, UINT32_MAX));
+  return p->rel ? p->rel->bytes() : 0;
 }
 
 void answer_info(process* p, info_answer& a) noexcept {

@@ -67,8 +67,8 @@ struct alignas(64) process final : rt::fiber {
   // padding (it was 328 bytes rounded up to 384): no extra memory.
   const char* initial_call = nullptr;
   uint8_t kind = 0;
-  // The bytes its links and monitors containers hold, as the owner last
-  // published them (before each park in receive): a relaxed hint for the
+  // The bytes its links and monitors containers hold, republished by the
+  // owner at every change of them (relations::publish): relaxed, for the
   // observer's scan, which must not touch `rel`. Also in the tail padding.
   std::atomic<uint32_t> relations_bytes{0};
   // Which exit watchers want to hear of its end (detail/exit_watch.hpp):
@@ -94,10 +94,6 @@ process* self_process() noexcept;
 // The owner: what p's links/monitors containers hold, in bytes
 // (introspect.cpp; O(1)).
 uint32_t relations_bytes_of(const process* p) noexcept;
-// The owner, before it parks: publishes that for the observer's scans.
-inline void publish_relations_bytes(process* p) noexcept {
-  if (p->rel) p->relations_bytes.store(relations_bytes_of(p), std::memory_order_relaxed);
-}
 
 // Inside a catch block: the exit reason an exception that ends a process
 // gives — its demangled type name and what().

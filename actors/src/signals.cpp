@@ -155,7 +155,11 @@ std::size_t drop_tagged(process* p, message* after, bool from_start, uint64_t re
 }
 
 relations& relations_of(process* p) {
-  if (!p->rel) p->rel = new relations;
+  if (!p->rel) {
+    p->rel = new relations;
+    p->rel->published = &p->relations_bytes;
+    p->rel->publish();
+  }
   return *p->rel;
 }
 
@@ -228,8 +232,7 @@ void announce_death(process* p, const exit_reason& reason) {
         case ref_role::alias: break;
       }
     });
-    r->links.clear();
-    r->refs.clear();
+    r->clear();
   }
 }
 
@@ -242,6 +245,7 @@ void clear_late_signals(process* p) {
   p->mbox.clear_saved();
   delete p->rel;
   p->rel = nullptr;
+  p->relations_bytes.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace herd::detail

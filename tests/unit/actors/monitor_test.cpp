@@ -374,3 +374,30 @@ TEST_CASE("a watcher's death removes its monitor from the target: the target's r
   INFO(rel->monitored_by.size() << " watchers left on the target after " << dead_watchers << " died");
   CHECK(rel->monitored_by.empty());
 }
+
+TEST_CASE("the observer's figure for a process's relations grows and shrinks with its monitors", "[monitor]") {
+  // The owner republishes it as its tables change (relations::publish), not
+  // before each wait, and the observer's scan reads it from another thread.
+  uint64_t none = 0, grown = 0, shrunk = 0;
+  auto r = run_node(opts(1), [&] {
+    herd::pid server = herd::spawn([] { serve(); });
+    herd::pid me = herd::self();
+    auto seen = [&] {
+      // From the blocking pool, as the observer's scan is a plain thread.
+      return herd::blocking([me] { return herd::introspect::process_info(me)->relations_bytes; });
+    };
+    none = seen();
+    std::vector<herd::monitor_ref> refs;
+    for (int i = 0; i < 200; ++i) refs.push_back(herd::monitor(server));
+    grown = seen();
+    for (auto& ref : refs) herd::demonitor(ref);
+    shrunk = seen();
+    herd::send(server, stop{});
+  });
+  CHECK(r.is_normal());
+  INFO("no relations " << none << " B, 200 monitors " << grown << " B, after demonitor " << shrunk << " B");
+  CHECK(none == 0);
+  CHECK(grown >= 200 * 16);  // 200 entries of at least a key and a pid
+  CHECK(shrunk < grown);
+  CHECK(shrunk > 0);  // the block stays until the process ends
+}

@@ -124,7 +124,7 @@ struct process_detail {
   uint64_t stack_touched = 0;   // bytes below the stack's top seen in use at a switch
   uint64_t stack_pages = 0;     // stack_touched rounded up to whole pages
   uint64_t control_block = 0;   // the block, with the spawned function stored inline
-  uint64_t relations_bytes = 0; // links/monitors containers, as last published
+  uint64_t relations_bytes = 0; // links/monitors containers, as at their last change
   uint64_t last_ran_ms_ago = 0;
   bool trap_exit = false;
 };
