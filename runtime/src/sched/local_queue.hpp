@@ -203,12 +203,14 @@ class local_queue {
   // Owner thread only. The item pop() would return next, or nullptr — a hint
   // for prefetching: a thief may take it first. The slot is the owner's own
   // write, so reading it races with nothing.
-  T* peek() const noexcept {
+  T* peek() const noexcept { return peek_at(0); }
+  // Owner thread only, the same kind of hint: the item k places behind that.
+  T* peek_at(uint32_t k) const noexcept {
     // relaxed: a hint.
     const uint64_t head = head_.load(std::memory_order_relaxed);
     const uint32_t real = real_of(head);
-    if (real == tail_.load(std::memory_order_relaxed)) return nullptr;
-    return buffer_[real & k_mask];
+    if (tail_.load(std::memory_order_relaxed) - real <= k) return nullptr;
+    return buffer_[(real + k) & k_mask];
   }
 
   // Any thread, as the owner of dst (dst != this). Moves ceil(n/2) of this

@@ -99,11 +99,25 @@ inline void prefetch_fiber(const fiber* f) noexcept {
 #endif
 }
 
-// After taking a fiber from the ring, warm up the one behind it.
+// Only the control block's first lines, without reading anything from it.
+inline void prefetch_block(const fiber* f) noexcept {
+  const char* cb = reinterpret_cast<const char*>(f);
+  __builtin_prefetch(cb);
+  __builtin_prefetch(cb + 64);
+}
+
+// After taking a fiber from the ring, warm up the two behind it, as a
+// pipeline: the second one's block (a prefetch, no load), then the first
+// one's context and stack (prefetch_fiber reads its ctx, whose block the
+// pop before warmed). With 10,000 connections every control block is cold;
+// reading the next one's ctx here outright stalled the pick on that miss
+// (issue 21: 93% of pick_direct's samples).
 inline fiber* pop_ring(local_queue<fiber, tuning::ring_capacity>& ring) noexcept {
   fiber* f = ring.pop();
-  if (f)
+  if (f) {
     if (fiber* after = ring.peek()) prefetch_fiber(after);
+    if (fiber* later = ring.peek_at(1)) prefetch_block(later);
+  }
   return f;
 }
 
