@@ -73,6 +73,7 @@ class worker {
   fiber* spawned = nullptr;  // set by start() before it suspends
   stack_pool stacks;
   uint64_t coarse_ms_ = 0;
+  uint64_t last_stack_upkeep_ms_ = UINT64_MAX;  // park(): stack pools maintained at most once per ms
 
   fiber* next_local();
   fiber* next_remote();
