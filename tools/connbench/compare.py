@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / "tools" / "connbench"
 PEERS = HERE / "peers"
-IMPLS = ["herd", "epoll", "go", "erlang"]
+IMPLS = ["herd", "herd_b", "epoll", "go", "erlang"]
 KEYS = ["rt_per_s", "cpu_us_per_rt", "p50_us", "p99_us", "p999_us", "rss_kb",
         "bytes_per_idle_conn", "connect_ramp_s", "failed", "server_listen_drops"]
 SANITY = ["disconnects", "mismatches"]  # shown when non-zero: a run that lost data
@@ -263,6 +263,8 @@ def one_run(log, a, label, impl, server_argv, cb_argv, timeout, logdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--herd", help="herd's examples/echo_server binary")
+    ap.add_argument("--herd-b", help="a second echo_server build, run as impl herd_b beside --herd "
+                                     "(an A/B of two herd builds, interleaved in the same run)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--connections", default="1000,10000")
     ap.add_argument("--duration", type=float, default=10)
@@ -303,7 +305,12 @@ def main():
     log = Report(a.out)
     build_dir = Path(a.build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
-    cmds = build([i for i in IMPLS if i not in skip and i != "herd"], build_dir, log)
+    cmds = build([i for i in IMPLS if i not in skip and i not in ("herd", "herd_b")], build_dir, log)
+    if a.herd_b:
+        hb = Path(a.herd_b).resolve()
+        if not (hb.is_file() and os.access(hb, os.X_OK)):
+            ap.error(f"--herd-b: no executable at {hb}")
+        cmds["herd_b"] = lambda n, h=hb: [str(h), "--port", "0", "--workers", str(n)]
     if "herd" not in skip:
         herd = Path(a.herd).resolve() if a.herd else None
         if herd and herd.is_file() and os.access(herd, os.X_OK):
