@@ -450,6 +450,18 @@ void sweep_after(const std::string& node) noexcept {
   }
 }
 
+void sweep_unconnected() noexcept {
+  try {
+    std::vector<std::string> connected;
+    {
+      rt::lock_guard g(state().mu);
+      for (auto& [n, e] : state().conns) connected.push_back(n);
+    }  // a map: already sorted
+    sweep_remote_pids({}, connected);
+  } catch (...) {
+  }
+}
+
 void run_connection(net::tcp_socket& s, const peer_info& peer, const std::shared_ptr<conn_counters>& c) {
   down_guard guard{peer.name};
   guard.why = link_loop(s, peer, c).run();

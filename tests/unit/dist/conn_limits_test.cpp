@@ -48,6 +48,37 @@ std::optional<herd::detail::remote_node_stats> row_of(const std::string& node) {
   return std::nullopt;
 }
 
+void put32(std::string& out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out += char((v >> s) & 0xff);
+}
+
+// A payload [Pid, ...] of `count` pids, the i-th of node "<stem><first+i>@nowhere",
+// written byte by byte (NEW_PID_EXT, SMALL_ATOM_UTF8_EXT node): as a peer
+// crafts it, and without making the atoms here first.
+std::string pids_of_new_nodes(const std::string& stem, uint32_t first, uint32_t count) {
+  std::string p = {char(131), 'l'};
+  put32(p, count);
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string node = stem + std::to_string(first + i) + "@nowhere";
+    p += 'X';
+    p += char(119);
+    p += char(node.size());
+    p += node;
+    put32(p, 1 + i % 1000);  // id
+    put32(p, 0);             // serial
+    put32(p, 1);             // creation
+  }
+  p += 'j';
+  return p;
+}
+
+// Two sweeps with nothing connected: what earlier tests left goes.
+void sweep_twice() {
+  dd::sweep_remote_pids({}, {});
+  dd::sweep_remote_pids({}, {});
+}
+
+
 }  // namespace
 
 TEST_CASE("a peer whose messages make more new atoms than max_atoms_per_connection is cut off, and the table grows by the share only") {
@@ -316,4 +347,90 @@ TEST_CASE("a process sending to a peer that reads nothing waits at dist_buf_busy
   CHECK(max_queued <= limit + frame_size + 64);  // + a tick or two the connection wrote itself
   CHECK(in_order == n_msgs);
   CHECK(thread_frames == from_thread);
+}
+
+TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records behind once they are gone") {
+  std::string err;
+  constexpr uint32_t per_message = 1000, messages = 100, names = per_message * messages;
+  std::size_t recs_before = 0, pids_before = 0, recs_with = 0, held_with = 0, recs_after = 1, pids_after = 1,
+              held_after = 1;
+  uint32_t mapped = 0;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("recs");
+    o.max_atoms_per_connection = 0;  // 100,000 new atoms (the node names): the node-wide limit only
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("rec_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    pids_before = dd::remote_pid_count();
+    const std::string stem = "rec" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "recfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      for (uint32_t m = 0; m < messages; ++m)
+        if (!fake.reg_send_raw(1, "rec_sink", pids_of_new_nodes(stem, m * per_message, per_message)))
+          return void(err = "send failed at message " + std::to_string(m));
+      for (uint32_t got = 0; got < messages; ++got) {
+        bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+          auto pids = m.as<std::vector<herd::pid>>();
+          if (!pids) {
+            err = pids.error().message();
+            return true;
+          }
+          for (herd::pid p : *pids) mapped += p.is_remote();
+          return true;
+        }, herd::after(60s, [] { return false; }));
+        if (!in_time) return void(err = "messages missing: " + std::to_string(got));
+      }
+      recs_with = dd::node_record_count();
+      held_with = dd::pids_held_by(dd::node_number(fake_name));
+      fake.sock->close();
+      if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+        return void(err = "the connection did not end");
+    }
+    // The pids went out of use with the messages: a pid of a node nobody is
+    // connected to lives through one sweep after its last use, no more.
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    pids_after = dd::remote_pid_count();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  INFO(err);
+  CHECK(err.empty());
+  CHECK(mapped == names);
+  CHECK(recs_with >= recs_before + names);
+  CHECK(recs_after == recs_before + 1);  // the fake node's own, kept as a node this one was connected to
+  CHECK(pids_after == pids_before);
+  CHECK(held_after == 0);
+}
+
+TEST_CASE("pids nobody charges, of ever new unconnected nodes, are swept as the table grows, not kept until a connection ends") {
+  // As a receiver that maps a peer's pids from a bare herd::term does (no
+  // connection to charge): 300,000 pids of 300,000 node names, each used once.
+  constexpr uint32_t names = 300000;
+  sweep_twice();
+  const std::size_t pids_before = dd::remote_pid_count(), recs_before = dd::node_record_count();
+  std::size_t most_pids = 0, most_recs = 0;
+  uint32_t valid = 0;
+  const std::string stem = "unch" + std::to_string(::getpid()) + "_";
+  for (uint32_t i = 0; i < names; ++i) {
+    valid += dd::intern_remote(herd::dist::remote_pid{stem + std::to_string(i) + "@nowhere", 1, 0, 1}).is_remote();
+    if (i % 1000 == 0) {
+      most_pids = std::max(most_pids, dd::remote_pid_count());
+      most_recs = std::max(most_recs, dd::node_record_count());
+    }
+  }
+  sweep_twice();
+  INFO("most pids " << most_pids << ", most records " << most_recs);
+  CHECK(valid == names);
+  // A sweep runs at twice the live entries (or 65,536 more) and keeps those
+  // made since the one before: the table stays within a few steps.
+  CHECK(most_pids <= pids_before + 3 * 65536);
+  CHECK(most_recs <= recs_before + 3 * 65536);
+  CHECK(dd::remote_pid_count() == pids_before);
+  CHECK(dd::node_record_count() == recs_before);
 }
