@@ -48,6 +48,7 @@ struct node_rec {
   mutable std::atomic<uint64_t> pids_held{0};
   mutable std::atomic<uint32_t> pids_cap{0};
   mutable std::atomic<bool> pids_spent{false};
+  mutable std::atomic<bool> pids_told{false};  // the connection was told to close (once)
 };
 
 thread_local uint32_t tls_pid_charge = 0;
@@ -98,6 +99,7 @@ uint32_t node_number_locked(table& t, std::string_view node, bool pin) HERD_REQU
     r.atoms.reset(0);
     r.pids_cap.store(0, std::memory_order_relaxed);
     r.pids_spent.store(false, std::memory_order_relaxed);
+    r.pids_told.store(false, std::memory_order_relaxed);
   } else {
     t.nodes.emplace_back(std::string(node));
     no = uint32_t(t.nodes.size());
@@ -262,8 +264,20 @@ void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept {
   rt::shared_lock g(t.mu);
   if (node_no < 1 || node_no > t.nodes.size()) return;
   t.nodes[node_no - 1].pids_cap.store(cap, std::memory_order_relaxed);
+  t.nodes[node_no - 1].pids_told.store(false, std::memory_order_relaxed);
   t.nodes[node_no - 1].pids_spent.store(false, std::memory_order_release);
 }
+
+bool pid_budget_tell(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  if (node_no < 1 || node_no > t.nodes.size()) return false;
+  const node_rec& r = t.nodes[node_no - 1];
+  return r.pids_spent.load(std::memory_order_acquire) && !r.pids_told.exchange(true, std::memory_order_acq_rel);
+}
+
+uint32_t pid_charge_of_thread() noexcept { return tls_pid_charge; }
+uint32_t swap_pid_charge(uint32_t node_no) noexcept { return std::exchange(tls_pid_charge, node_no); }
 
 bool pid_budget_spent(uint32_t node_no) noexcept {
   table& t = the_table();

@@ -62,6 +62,13 @@ void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept;
 bool pid_budget_spent(uint32_t node_no) noexcept;
 // True when the thread's open pid_charge_scope's budget is spent.
 bool charge_refused() noexcept;
+// True once per reset, for the caller that is to close the connection
+// after a refusal outside the connection's own frames (a payload's pids).
+bool pid_budget_tell(uint32_t node_no) noexcept;
+// The node the thread's open pid_charge_scope charges (0: none), and the
+// scope by hand (etf_message::pid_charge): returns the previous one.
+uint32_t pid_charge_of_thread() noexcept;
+uint32_t swap_pid_charge(uint32_t node_no) noexcept;
 // The entries charged to the node's connections that still live.
 std::size_t pids_held_by(uint32_t node_no) noexcept;
 

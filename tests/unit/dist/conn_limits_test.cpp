@@ -7,6 +7,7 @@
 // bounded; nothing outside this process is started but epmd.
 #include <herd/actors.hpp>
 #include <herd/actors/introspect.hpp>
+#include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
 #include <herd/net/tcp.hpp>
 
@@ -78,6 +79,16 @@ void sweep_twice() {
   dd::sweep_remote_pids({}, {});
 }
 
+// A herd::server whose calls are counted.
+struct counted : herd::server<counted> {
+  using calls = herd::types<herd::term>;
+  explicit counted(std::atomic<int>* n) : n_(n) {}
+  herd::term handle_call(const herd::term& req, const herd::from&) {
+    n_->fetch_add(1);
+    return req;
+  }
+  std::atomic<int>* n_;
+};
 
 }  // namespace
 
@@ -403,9 +414,93 @@ TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records
   CHECK(err.empty());
   CHECK(mapped == names);
   CHECK(recs_with >= recs_before + names);
+  CHECK(held_with >= names);  // as<T>() charged them to the connection
   CHECK(recs_after == recs_before + 1);  // the fake node's own, kept as a node this one was connected to
   CHECK(pids_after == pids_before);
   CHECK(held_after == 0);
+}
+
+TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a peer's payload") {
+  herd::test::log_to_file log("conn_limits_payload_pids");
+  std::string err, refusal;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  std::size_t recs_before = 0, recs_after = 1, held_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("paycap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("paycap_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    const std::string stem = "pay" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "paycapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      if (!fake.reg_send_raw(1, "paycap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
+      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+        auto pids = m.as<std::vector<herd::pid>>();
+        if (pids) err = "mapped all " + std::to_string(pids->size()) + " pids past the cap";
+        else refusal = pids.error().message();
+        return true;
+      }, herd::after(60s, [] { return false; }));
+      if (!in_time) return void(err = "the message did not arrive");
+      closed = fake.closed_within(30s);
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(closed);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(recs_after == recs_before + 1);  // the refused pids' nodes left no record either
+  CHECK(held_after == 0);
+}
+
+TEST_CASE("a '$gen_call' whose From is past max_remote_pids_per_connection is dropped and the connection closes") {
+  herd::test::log_to_file log("conn_limits_gen_call_pids");
+  std::string err;
+  std::atomic<int> calls{0};
+  bool closed = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("gencap");
+    o.max_remote_pids_per_connection = 1;  // the frame's sender takes it
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    auto s = herd::start_server<counted>(herd::spawn_options{.name = "gencap_srv"}, &calls);
+    if (!herd::dist::export_server(s)) return void(err = "export_server refused a local pid");
+    fake_node fake(*me, "gencapfake", cookie);
+    if (!fake.sock) return void(err = fake.err);
+    herd::erl_pid sender{atom(fake.id.name), 1, 0, fake.id.creation};
+    herd::erl_pid other{atom(fake.id.name), 2, 0, fake.id.creation};
+    auto call = [&](const herd::erl_pid& from) {
+      return term::tuple({atom("$gen_call"), term::tuple({term::pid(from), term::reference(herd::erl_ref{atom(fake.id.name), fake.id.creation, 3, {1, 2, 3}})}),
+                          atom("hello")});
+    };
+    // From its sender: no new pid, the call is answered.
+    if (!fake.reg_send(1, "gencap_srv", call(sender))) return void(err = "send failed");
+    if (!herd::test::eventually([&] { return calls.load() == 1; }, 30s)) return void(err = "the first call was not served");
+    // From another of its processes: a second pid, past the cap.
+    if (!fake.reg_send(1, "gencap_srv", call(other))) return void(err = "send failed");
+    closed = fake.closed_within(30s);
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(calls.load() == 1);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
 }
 
 TEST_CASE("pids nobody charges, of ever new unconnected nodes, are swept as the table grows, not kept until a connection ends") {
