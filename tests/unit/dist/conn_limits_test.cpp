@@ -9,6 +9,7 @@
 #include <herd/actors/introspect.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
+#include <herd/tables/pg.hpp>
 #include <herd/net/tcp.hpp>
 
 #include <catch2/catch.hpp>
@@ -528,4 +529,56 @@ TEST_CASE("pids nobody charges, of ever new unconnected nodes, are swept as the 
   CHECK(most_recs <= recs_before + 3 * 65536);
   CHECK(dd::remote_pid_count() == pids_before);
   CHECK(dd::node_record_count() == recs_before);
+}
+
+TEST_CASE("the member pids a pg peer sends count against its connection's remote pid cap") {
+  herd::test::log_to_file log("conn_limits_pg_pids");
+  std::string err;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  std::size_t most_members = 0, held_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("pgcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    const std::string scope = "conn_limits_pg";
+    (void)herd::pg::get_members(scope, "g");  // makes the scope while distribution runs
+    if (!herd::test::eventually([&] { return herd::whereis(scope).has_value(); }, 30s))
+      return void(err = "the scope process is not registered");
+    auto mon = herd::pg::monitor(scope, "g");
+    std::string fake_name;
+    {
+      fake_node fake(*me, "pgcapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      // Its scope process is <1.0>, the frames' sender too.
+      auto pid_of = [&](uint32_t id) { return term::pid(herd::erl_pid{atom(fake_name), id, 0, fake.id.creation}); };
+      std::vector<term> members;
+      for (uint32_t i = 0; i < count; ++i) members.push_back(pid_of(2 + i));
+      if (!fake.reg_send(1, scope, term::tuple({atom("discover"), pid_of(1)})) ||
+          !fake.reg_send(1, scope, term::tuple({atom("join"), pid_of(1), atom("g"), term::list(std::move(members))})))
+        return void(err = "send failed");
+      closed = fake.closed_within(30s);
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    // The joins the scope made, and their leaves when the node went.
+    std::size_t now = 0;
+    for (bool more = true; more;)
+      herd::receive([&](const herd::pg::event& e) {
+        now = e.kind == herd::pg::event::join ? now + e.pids.size() : now - std::min(now, e.pids.size());
+        most_members = std::max(most_members, now);
+      }, herd::after(0ms, [&] { more = false; }));
+    sweep_twice();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(most_members == cap - 1);  // the sender took one; the rest past the cap were skipped
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(held_after == 0);
 }
