@@ -125,7 +125,8 @@ struct etf_message {
  private:
   // While open on a thread, the remote pids interned there count against
   // `origin`'s connection. Mapping does not suspend, so a thread-local is
-  // safe; the scope must not span a send.
+  // safe; the scope must not span a send (so a term_mapping's from() must
+  // not send or block, which none of herd's does).
   class pid_charge {
    public:
     explicit pid_charge(uint32_t origin) noexcept;
