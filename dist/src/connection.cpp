@@ -214,9 +214,7 @@ class link_loop {
   // goes undelivered and the connection closes.
   bool pids_spent() {
     if (!max_pids_ || !pid_budget_spent(origin_)) return false;
-    if (why_.empty())
-      why_ = "its frames named more than " + std::to_string(max_pids_) +
-             " remote pids (dist_options::max_remote_pids_per_connection)";
+    if (why_.empty()) why_ = pids_cap_why(max_pids_);
     return true;
   }
 
@@ -302,6 +300,7 @@ class link_loop {
       case ctl_send_sender:
         if (f->to.valid() && !f->to.is_remote() && !deliver_gen(f->to, f->from, f->payload, peer_.name))
           herd::send(f->to, etf_message{f->from, std::string(f->payload), origin_});
+        pids_spent();  // a '$gen_call' From past the cap
         break;
       case ctl_reg_send:
       case ctl_reg_send_tt:
@@ -314,6 +313,7 @@ class link_loop {
         }
         if (!deliver_gen(f->to_name, f->from, f->payload, peer_.name))
           herd::send(f->to_name, etf_message{f->from, std::string(f->payload), origin_});
+        pids_spent();  // a '$gen_call' From past the cap
         break;
       case ctl_monitor_p:
         watch(*f);
@@ -446,6 +446,18 @@ void sweep_after(const std::string& node) noexcept {
     }  // a map: already sorted
     bool taken_over = std::binary_search(connected.begin(), connected.end(), node);
     sweep_remote_pids(taken_over ? std::string_view() : std::string_view(node), connected);
+  } catch (...) {
+  }
+}
+
+void sweep_unconnected() noexcept {
+  try {
+    std::vector<std::string> connected;
+    {
+      rt::lock_guard g(state().mu);
+      for (auto& [n, e] : state().conns) connected.push_back(n);
+    }  // a map: already sorted
+    sweep_remote_pids({}, connected);
   } catch (...) {
   }
 }

@@ -79,6 +79,24 @@ bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept {
   }
 }
 
+std::string pids_cap_why(uint32_t cap) {
+  return "its frames and messages named more than " + std::to_string(cap) +
+         " remote pids (dist_options::max_remote_pids_per_connection)";
+}
+
+void close_for_pids(const std::string& node) {
+  herd::pid conn;
+  uint32_t cap = 0;
+  {
+    rt::lock_guard g(state().mu);
+    auto it = state().conns.find(node);
+    if (it == state().conns.end()) return;
+    conn = it->second.proc;
+    cap = state().max_pids;
+  }
+  herd::send(conn, close_connection{pids_cap_why(cap)});
+}
+
 void close_for_atoms(const std::string& node) {
   herd::pid conn;
   uint32_t limit = 0;
@@ -415,6 +433,15 @@ herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) c
   return t;
 }
 
+etf_message::pid_charge::pid_charge(uint32_t origin) noexcept : prev_(detail::swap_pid_charge(origin)) {}
+etf_message::pid_charge::~pid_charge() { detail::swap_pid_charge(prev_); }
+
+void etf_message::pids_refused() const {
+  // The first mapping that finds the sender's cap reached closes its
+  // connection (after the scope: a send may switch fibers).
+  if (origin && detail::pid_budget_tell(origin)) detail::close_for_pids(detail::node_name_of(origin));
+}
+
 herd::pid intern(const remote_pid& r) {
   {
     rt::lock_guard g(state().mu);
@@ -449,6 +476,10 @@ bool term_mapping<herd::pid>::from(const term& t, herd::pid& out, std::string& w
     return true;
   }
   out = dist::intern(dist::remote_pid{std::string(e.node.text()), e.id, e.serial, e.creation});
+  if (!out.valid() && dist::detail::pid_charge_of_thread() && dist::detail::charge_refused()) {
+    why = "the sender's remote pids are past dist_options::max_remote_pids_per_connection: " + to_string(t);
+    return false;
+  }
   return true;
 }
 

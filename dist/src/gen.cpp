@@ -83,9 +83,10 @@ bool looks_gen(std::string_view payload) {
 bool deliver_gen(herd::pid to, herd::pid from, std::string_view payload, const std::string& node) {
   (void)from;
   if (!looks_gen(payload) || !to.valid() || to.is_remote() || !is_exported(to)) return false;
+  const uint32_t origin = node_number(node);
   auto t = [&] {
     // New atoms in a request come out of the connection's share.
-    herd::detail::atom_charge_scope charge(node_atom_budget(node_number(node)));
+    herd::detail::atom_charge_scope charge(node_atom_budget(origin));
     return binary_to_term(payload);
   }();
   if (!t || !t->is_tuple() || t->size() < 2) return false;
@@ -96,7 +97,18 @@ bool deliver_gen(herd::pid to, herd::pid from, std::string_view payload, const s
   }
   if (!m[0].is_atom(gen_call_atom()) || m.size() != 3 || !m[1].is_tuple() || m[1].size() != 2 || !m[1][0].is_pid())
     return false;
-  herd::pid caller = pid_of(m[1][0].as_pid());
+  // The caller's pid counts against the connection's remote pid cap, as
+  // the frame's own pids do. Past it the call is dropped (consumed, so not
+  // delivered as a plain message either); the connection sees its budget
+  // spent after this frame and closes.
+  herd::pid caller;
+  bool refused = false;
+  {
+    pid_charge_scope charge(origin);
+    caller = pid_of(m[1][0].as_pid());
+    refused = !caller.valid() && charge_refused();
+  }
+  if (refused) return true;
   std::string tag;
   encode_term(m[1][1], tag);
   uint64_t key;

@@ -40,6 +40,7 @@
 #include <map>
 
 #include "pg_scope.hpp"
+#include "remote_pids.hpp"
 #include "state.hpp"
 
 namespace herd::dist::detail {
@@ -63,8 +64,11 @@ std::optional<herd::term> pid_term(herd::pid p) {
   return herd::term::pid(herd::erl_pid{*node, d->id, d->serial, d->creation});
 }
 
-herd::pid from_term(const herd::term& t) {
+// A peer's pid, counted against the connection it came by (`origin`, 0 for
+// none) as as<T>() counts it: past max_remote_pids_per_connection, no_pid.
+herd::pid from_term(const herd::term& t, uint32_t origin) {
   const herd::erl_pid& p = t.as_pid();
+  pid_charge_scope charge(origin);
   return intern(remote_pid{std::string(p.node.text()), p.id, p.serial, p.creation});
 }
 
@@ -76,11 +80,11 @@ std::string group_name(const herd::term& g) {
 
 // A pid or a list of pids (pg sends either) of other nodes: anything else,
 // this node's pids too (a peer lists only its own), is skipped.
-std::vector<herd::pid> pids_of(const herd::term& t) {
+std::vector<herd::pid> pids_of(const herd::term& t, uint32_t origin) {
   std::vector<herd::pid> out;
   auto add = [&](const herd::term& e) {
     if (!e.is_pid()) return;
-    herd::pid p = from_term(e);
+    herd::pid p = from_term(e, origin);
     if (p.is_remote()) out.push_back(p);
   };
   if (t.is_proper_list())
@@ -171,27 +175,35 @@ class scope_sync {
   }
 
   void from_peer(const herd::dist::etf_message& m) {
+    from_peer_terms(m);
+    // Pids past the sender's cap were skipped: its connection closes (once).
+    if (m.origin && pid_budget_tell(m.origin)) close_for_pids(node_name_of(m.origin));
+  }
+
+  void from_peer_terms(const herd::dist::etf_message& m) {
+    const uint32_t o = m.origin;
     auto t = m.term();
     if (!t || !t->is_tuple() || t->size() < 2 || !(*t)[0].is_atom()) return;
     const herd::term& msg = *t;
     std::string_view tag = msg[0].as_atom().text();
     if (tag == "discover" && msg.size() == 2 && msg[1].is_pid()) {
-      discovered(from_term(msg[1]), std::string(msg[1].as_pid().node.text()));
+      herd::pid peer = from_term(msg[1], o);
+      if (peer.valid()) discovered(peer, std::string(msg[1].as_pid().node.text()));
     } else if (tag == "$gen_cast" && msg.size() == 2 && msg[1].is_tuple() && msg[1].size() == 3 &&
                msg[1][0].is_atom(herd::atom("sync")) && msg[1][1].is_pid()) {
-      synced(msg[1][1], msg[1][2]);
+      synced(msg[1][1], msg[1][2], o);
     } else if (tag == "join" && msg.size() == 4 && msg[1].is_pid()) {
-      auto peer = peers_.find(from_term(msg[1]));
+      auto peer = peers_.find(from_term(msg[1], o));
       if (peer == peers_.end()) return;  // as pg: only a known peer's joins count
-      std::vector<herd::pid> pids = pids_of(msg[3]);
+      std::vector<herd::pid> pids = pids_of(msg[3], o);
       std::string group = group_name(msg[2]);
       auto& list = peer->second.groups[group];
       list.insert(list.end(), pids.begin(), pids.end());
       herd::pg::detail::join_remote(name_, group, pids);
     } else if (tag == "leave" && msg.size() == 4 && msg[1].is_pid() && msg[3].is_proper_list()) {
-      auto peer = peers_.find(from_term(msg[1]));
+      auto peer = peers_.find(from_term(msg[1], o));
       if (peer == peers_.end()) return;
-      std::vector<herd::pid> pids = pids_of(msg[2]);
+      std::vector<herd::pid> pids = pids_of(msg[2], o);
       for (const herd::term& g : msg[3].elements()) {
         auto it = peer->second.groups.find(group_name(g));
         if (it == peer->second.groups.end()) continue;
@@ -213,16 +225,17 @@ class scope_sync {
   }
 
   // The peer's whole membership: what it had before is replaced.
-  void synced(const herd::term& peer_term, const herd::term& groups) {
+  void synced(const herd::term& peer_term, const herd::term& groups, uint32_t origin) {
     if (!groups.is_proper_list()) return;
-    herd::pid peer = from_term(peer_term);
+    herd::pid peer = from_term(peer_term, origin);
+    if (!peer.valid()) return;
     auto it = peers_.find(peer);
     if (it == peers_.end())
       it = peers_.emplace(peer, peer_state{std::string(peer_term.as_pid().node.text()), {}, herd::monitor(peer)}).first;
     group_map now;
     for (const herd::term& g : groups.elements())
       if (g.is_tuple() && g.size() == 2) {
-        auto pids = pids_of(g[1]);
+        auto pids = pids_of(g[1], origin);
         auto& list = now[group_name(g[0])];
         list.insert(list.end(), pids.begin(), pids.end());
       }

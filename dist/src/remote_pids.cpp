@@ -14,6 +14,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace herd::dist::detail {
@@ -33,28 +34,47 @@ struct entry {
 
 struct node_rec {
   explicit node_rec(std::string n) : name(std::move(n)) {}
-  std::string name;
+  std::string name;  // empty: a free record (in table::free_nodes)
+  // Pinned by node_number() (a connection to the node, or code that keeps
+  // the number: etf_message::origin): kept for the OS process's life. An
+  // unpinned record exists only for its entries (a node named in pids) and
+  // goes with the last of them, so a peer naming ever new nodes does not
+  // grow the table. Both under the table's lock.
+  bool pinned = false;
+  uint32_t entries = 0;  // live entries naming it
   mutable herd::detail::atom_budget atoms;  // atomics: charged under no lock of this table
   // Entries charged to its connections (changed under the table's lock,
   // read under none), the cap, and whether one was refused.
   mutable std::atomic<uint64_t> pids_held{0};
   mutable std::atomic<uint32_t> pids_cap{0};
   mutable std::atomic<bool> pids_spent{false};
+  mutable std::atomic<bool> pids_told{false};  // the connection was told to close (once)
 };
 
 thread_local uint32_t tls_pid_charge = 0;
 
 using key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
 
+constexpr std::size_t sweep_step = std::size_t(1) << 16;
+
 struct table {
   rt::shared_mutex mu;
-  std::deque<node_rec> nodes HERD_GUARDED_BY(mu);  // node_no - 1 -> name (never shrinks, never moves)
+  // node_no - 1 -> record. Never shrinks and never moves (budgets are used
+  // outside the lock); a freed record's number is reused for the next node.
+  std::deque<node_rec> nodes HERD_GUARDED_BY(mu);
+  std::vector<uint32_t> free_nodes HERD_GUARDED_BY(mu);
   std::map<std::string, uint32_t, std::less<>> node_numbers HERD_GUARDED_BY(mu);
   std::deque<entry> entries HERD_GUARDED_BY(mu);  // index & ~remote_pid_bit -> entry
   std::map<key, uint32_t> by_key HERD_GUARDED_BY(mu);
   std::vector<uint32_t> free_slots HERD_GUARDED_BY(mu);
   std::atomic<uint64_t> epoch{1};
   std::size_t live HERD_GUARDED_BY(mu) = 0;
+  // Sweeps also run when the table has grown this far since the last one
+  // (not only when a connection ends): pids nobody charges (mapped from a
+  // bare herd::term, intern) of unconnected nodes would otherwise pile up
+  // while no connection ends. Doubling keeps the cost per entry constant.
+  std::size_t sweep_at HERD_GUARDED_BY(mu) = sweep_step;
+  std::atomic<bool> sweeping{false};
 };
 
 table& the_table() {
@@ -62,13 +82,40 @@ table& the_table() {
   return *t;
 }
 
-uint32_t node_number_locked(table& t, std::string_view node) HERD_REQUIRES(t.mu) {
+uint32_t node_number_locked(table& t, std::string_view node, bool pin) HERD_REQUIRES(t.mu) {
   auto n = t.node_numbers.find(node);
-  if (n != t.node_numbers.end()) return n->second;
-  t.nodes.emplace_back(std::string(node));
-  auto no = uint32_t(t.nodes.size());
+  if (n != t.node_numbers.end()) {
+    if (pin) t.nodes[n->second - 1].pinned = true;
+    return n->second;
+  }
+  uint32_t no;
+  if (!t.free_nodes.empty()) {
+    no = t.free_nodes.back();
+    t.free_nodes.pop_back();
+    node_rec& r = t.nodes[no - 1];
+    r.name = std::string(node);
+    r.entries = 0;
+    // Never charged nor given a budget while unpinned: nothing to carry over.
+    r.atoms.reset(0);
+    r.pids_cap.store(0, std::memory_order_relaxed);
+    r.pids_spent.store(false, std::memory_order_relaxed);
+    r.pids_told.store(false, std::memory_order_relaxed);
+  } else {
+    t.nodes.emplace_back(std::string(node));
+    no = uint32_t(t.nodes.size());
+  }
+  t.nodes[no - 1].pinned = pin;
   t.node_numbers.emplace(std::string(node), no);
   return no;
+}
+
+// An unpinned record nothing names any more goes; its number is reused.
+void release_node_locked(table& t, uint32_t no) HERD_REQUIRES(t.mu) {
+  node_rec& r = t.nodes[no - 1];
+  if (r.pinned || r.entries != 0 || r.name.empty()) return;
+  t.node_numbers.erase(r.name);
+  std::string().swap(r.name);
+  t.free_nodes.push_back(no);
 }
 
 const entry* live_entry(const table& t, herd::pid p) HERD_REQUIRES_SHARED(t.mu) {
@@ -90,6 +137,10 @@ void install_remote_hooks() {
   install_signal_hooks();
 }
 
+namespace {
+herd::pid intern_locked(table& t, const remote_pid& r, bool& sweep) HERD_REQUIRES(t.mu);
+}
+
 herd::pid intern_remote(const remote_pid& r) {
   install_remote_hooks();
   table& t = the_table();
@@ -107,8 +158,24 @@ herd::pid intern_remote(const remote_pid& r) {
       }
     }
   }
-  rt::lock_guard g(t.mu);
-  uint32_t no = node_number_locked(t, r.node);
+  bool sweep = false;
+  herd::pid p;
+  {
+    rt::lock_guard g(t.mu);
+    p = intern_locked(t, r, sweep);
+  }
+  // Not under the table's lock: the sweep takes the distribution's first.
+  if (sweep && !t.sweeping.exchange(true, std::memory_order_acq_rel)) {
+    sweep_unconnected();
+    t.sweeping.store(false, std::memory_order_release);
+  }
+  return p;
+}
+
+namespace {
+
+herd::pid intern_locked(table& t, const remote_pid& r, bool& sweep) HERD_REQUIRES(t.mu) {
+  uint32_t no = node_number_locked(t, r.node, false);
   auto [it, fresh] = t.by_key.try_emplace({no, r.id, r.serial, r.creation}, 0);
   uint32_t charge = tls_pid_charge;
   if (fresh && charge >= 1 && charge <= t.nodes.size()) {
@@ -117,6 +184,7 @@ herd::pid intern_remote(const remote_pid& r) {
     if (cap && payer.pids_held.load(std::memory_order_relaxed) >= cap) {
       t.by_key.erase(it);
       payer.pids_spent.store(true, std::memory_order_release);
+      release_node_locked(t, no);  // made for this pid only
       return herd::no_pid;
     }
     payer.pids_held.fetch_add(1, std::memory_order_relaxed);
@@ -140,12 +208,16 @@ herd::pid intern_remote(const remote_pid& r) {
     e.live = true;
     e.charged_to = charge;
     it->second = i;
+    ++t.nodes[no - 1].entries;
     ++t.live;
+    sweep = t.live >= t.sweep_at;
   }
   entry& e = t.entries[it->second];
   e.epoch.store(t.epoch.load(std::memory_order_relaxed), std::memory_order_relaxed);
   return herd::pid{it->second | remote_pid_bit, e.gen};
 }
+
+}  // namespace
 
 std::optional<remote_pid> lookup_remote(herd::pid p) {
   if (!p.is_remote()) return std::nullopt;
@@ -171,10 +243,10 @@ uint32_t node_number(std::string_view node) {
   table& t = the_table();
   {
     rt::shared_lock g(t.mu);
-    if (auto n = t.node_numbers.find(node); n != t.node_numbers.end()) return n->second;
+    if (auto n = t.node_numbers.find(node); n != t.node_numbers.end() && t.nodes[n->second - 1].pinned) return n->second;
   }
   rt::lock_guard g(t.mu);
-  return node_number_locked(t, node);
+  return node_number_locked(t, node, true);
 }
 
 herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept {
@@ -192,8 +264,20 @@ void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept {
   rt::shared_lock g(t.mu);
   if (node_no < 1 || node_no > t.nodes.size()) return;
   t.nodes[node_no - 1].pids_cap.store(cap, std::memory_order_relaxed);
+  t.nodes[node_no - 1].pids_told.store(false, std::memory_order_relaxed);
   t.nodes[node_no - 1].pids_spent.store(false, std::memory_order_release);
 }
+
+bool pid_budget_tell(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  if (node_no < 1 || node_no > t.nodes.size()) return false;
+  const node_rec& r = t.nodes[node_no - 1];
+  return r.pids_spent.load(std::memory_order_acquire) && !r.pids_told.exchange(true, std::memory_order_acq_rel);
+}
+
+uint32_t pid_charge_of_thread() noexcept { return tls_pid_charge; }
+uint32_t swap_pid_charge(uint32_t node_no) noexcept { return std::exchange(tls_pid_charge, node_no); }
 
 bool pid_budget_spent(uint32_t node_no) noexcept {
   table& t = the_table();
@@ -236,6 +320,8 @@ std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::str
     e.live = false;
     if (e.charged_to) t.nodes[e.charged_to - 1].pids_held.fetch_sub(1, std::memory_order_relaxed);
     e.charged_to = 0;
+    --t.nodes[no - 1].entries;
+    release_node_locked(t, no);
     // A slot whose generation would wrap is retired: an old pid must never
     // name a new process.
     if (e.gen != UINT32_MAX) {
@@ -247,6 +333,7 @@ std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::str
     ++gone;
   }
   t.epoch.store(now + 1, std::memory_order_relaxed);
+  t.sweep_at = std::max(2 * t.live, t.live + sweep_step);
   return gone;
 }
 
@@ -254,6 +341,12 @@ std::size_t remote_pid_count() {
   table& t = the_table();
   rt::shared_lock g(t.mu);
   return t.live;
+}
+
+std::size_t node_record_count() {
+  table& t = the_table();
+  rt::shared_lock g(t.mu);
+  return t.nodes.size() - t.free_nodes.size();
 }
 
 }  // namespace herd::dist::detail

@@ -6,9 +6,11 @@
 // them unused since the previous sweep; a slot is then reused under the next
 // generation, so a pid kept past its entry names nobody (a send to it is
 // dropped, describe() says nullopt) and never another process. Node names
-// get small numbers for printing (<N.id.serial>), kept for the OS process's
-// life with the node's atom budget (term_node.hpp). Any thread; a shared
-// lock guards lookups.
+// get small numbers (<N.id.serial>, etf_message::origin): a node that had a
+// connection (node_number()) keeps its record, with its atom budget
+// (term_node.hpp), for the OS process's life; a node only named in pids has
+// one while any of its entries lives, and its number is then reused. Any
+// thread; a shared lock guards lookups.
 #pragma once
 #include <herd/actors/message.hpp>
 #include <herd/dist/node.hpp>
@@ -31,9 +33,9 @@ void install_remote_hooks();
 // The send hook (dist.cpp): a herd::dist::etf to a remote pid.
 bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept;
 
-// The node's number here (made on first use; 0 for an empty name), and the
-// atom budget of the connection to it (never freed; nullptr for 0 or an
-// unknown number).
+// The node's number here (made on first use, and kept from then on; 0 for
+// an empty name), and the atom budget of the connection to it (never freed;
+// nullptr for 0 or an unknown number).
 uint32_t node_number(std::string_view node);
 herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept;
 std::string node_name_of(uint32_t node_no);
@@ -60,6 +62,13 @@ void reset_pid_budget(uint32_t node_no, uint32_t cap) noexcept;
 bool pid_budget_spent(uint32_t node_no) noexcept;
 // True when the thread's open pid_charge_scope's budget is spent.
 bool charge_refused() noexcept;
+// True once per reset, for the caller that is to close the connection
+// after a refusal outside the connection's own frames (a payload's pids).
+bool pid_budget_tell(uint32_t node_no) noexcept;
+// The node the thread's open pid_charge_scope charges (0: none), and the
+// scope by hand (etf_message::pid_charge): returns the previous one.
+uint32_t pid_charge_of_thread() noexcept;
+uint32_t swap_pid_charge(uint32_t node_no) noexcept;
 // The entries charged to the node's connections that still live.
 std::size_t pids_held_by(uint32_t node_no) noexcept;
 
@@ -67,7 +76,14 @@ std::size_t pids_held_by(uint32_t node_no) noexcept;
 // none) and the entries of other unconnected nodes (not in `connected`,
 // sorted) that nobody interned since the previous sweep. Returns how many went.
 std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::string>& connected);
+// The sweep the table runs itself when it has grown (remote_pids.cpp):
+// connection.cpp's, with every node that has a connection (or is getting
+// one) counted as connected. Takes the distribution's lock: call with no
+// lock of the table held.
+void sweep_unconnected() noexcept;
 // Live entries (for tests and the observer).
 std::size_t remote_pid_count();
+// Node records held (pinned ones and those some live entry names).
+std::size_t node_record_count();
 
 }  // namespace herd::dist::detail

@@ -103,6 +103,10 @@ conn_entry& start_initiator(std::string_view node) HERD_REQUIRES(state().mu);
 
 // Any thread: the connection to `node` closes, its share of new atoms spent.
 void close_for_atoms(const std::string& node);
+// The same for a message whose pids went past max_remote_pids_per_connection.
+void close_for_pids(const std::string& node);
+// The connection's log line for that.
+std::string pids_cap_why(uint32_t cap);
 
 // Run by a connection process once the handshake is done, until it ends.
 void run_connection(net::tcp_socket& s, const peer_info& peer, const std::shared_ptr<conn_counters>& c);

@@ -15,6 +15,7 @@
 
 #include "etf_util.hpp"
 #include "peers.hpp"
+#include "remote_pids.hpp"
 #include "support/node_fixture.hpp"
 #include "support/scale.hpp"
 #include "support/skip.hpp"
@@ -306,4 +307,68 @@ TEST_CASE("a BEAM process monitoring a herd process gets DOWN with its reason, a
   INFO(err << out);
   CHECK(err.empty());
   CHECK(out.find("result noproc {<<\"std::runtime_error\">>,<<\"boom\">>}") != std::string::npos);
+}
+
+TEST_CASE("pids of 100,000 node names a BEAM node sends leave no node records once it is gone, and count against its connection") {
+  if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  namespace dd = herd::dist::detail;
+  std::string err, out;
+  constexpr uint32_t per_message = 1000, messages = 100, names = per_message * messages;
+  std::size_t recs_before = 0, pids_before = 0, recs_with = 0, held_with = 0, recs_after = 1, pids_after = 1;
+  uint32_t mapped = 0;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("herd");
+    o.max_atoms_per_connection = 0;  // the 100,000 node names are new atoms here
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("pid_sink", herd::self());
+    dd::sweep_remote_pids({}, {});
+    dd::sweep_remote_pids({}, {});
+    recs_before = dd::node_record_count();
+    pids_before = dd::remote_pid_count();
+    std::string b = herd::test::unique_sname("beam");
+    // Pids of nodes that do not exist, made as a peer can: NEW_PID_EXT
+    // around an atom, through binary_to_term.
+    peer_process erl(idle_beam(b, cookie,
+        "H = '" + *me + "', S = \"" + b + "_\","
+        "Mk = fun(I) -> <<131, A/binary>> = term_to_binary(list_to_atom(S ++ integer_to_list(I) ++ \"@nowhere\")),"
+        "  binary_to_term(<<131, 88, A/binary, 1:32, 0:32, 1:32>>) end,"
+        "lists:foreach(fun(M) -> {pid_sink, H} ! [Mk(M * " + std::to_string(per_message) + " + J) || J <- lists:seq(1, " +
+        std::to_string(per_message) + ")] end, lists:seq(0, " + std::to_string(messages - 1) + ")),"));
+    for (uint32_t got = 0; got < messages; ++got) {
+      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+        auto pids = m.as<std::vector<herd::pid>>();
+        if (!pids) {
+          err = pids.error().message();
+          return true;
+        }
+        for (herd::pid p : *pids) mapped += p.is_remote();
+        return true;
+      }, herd::after(60s, [] { return false; }));
+      if (!in_time) return void(err = "messages missing: " + std::to_string(got));
+    }
+    std::string node = b + "@" + herd::test::short_host();
+    recs_with = dd::node_record_count();
+    held_with = dd::pids_held_by(dd::node_number(node));
+    erl.kill_now();
+    if (!herd::test::eventually([&] {
+          for (auto& n : herd::dist::nodes())
+            if (n == node) return false;
+          return true;
+        }, 60s))
+      return void(err = "the BEAM node is still connected");
+    out = erl.output();
+    dd::sweep_remote_pids({}, {});
+    dd::sweep_remote_pids({}, {});
+    recs_after = dd::node_record_count();
+    pids_after = dd::remote_pid_count();
+    herd::dist::stop();
+  });
+  INFO(err << "\nBEAM: " << out);
+  CHECK(err.empty());
+  CHECK(mapped == names);
+  CHECK(recs_with >= recs_before + names);
+  CHECK(held_with >= names);
+  CHECK(recs_after == recs_before + 1);  // the BEAM node's own: it was connected
+  CHECK(pids_after == pids_before);
 }

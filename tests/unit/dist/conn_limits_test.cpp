@@ -7,7 +7,9 @@
 // bounded; nothing outside this process is started but epmd.
 #include <herd/actors.hpp>
 #include <herd/actors/introspect.hpp>
+#include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
+#include <herd/tables/pg.hpp>
 #include <herd/net/tcp.hpp>
 
 #include <catch2/catch.hpp>
@@ -47,6 +49,47 @@ std::optional<herd::detail::remote_node_stats> row_of(const std::string& node) {
     if (r.node == node) return r;
   return std::nullopt;
 }
+
+void put32(std::string& out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out += char((v >> s) & 0xff);
+}
+
+// A payload [Pid, ...] of `count` pids, the i-th of node "<stem><first+i>@nowhere",
+// written byte by byte (NEW_PID_EXT, SMALL_ATOM_UTF8_EXT node): as a peer
+// crafts it, and without making the atoms here first.
+std::string pids_of_new_nodes(const std::string& stem, uint32_t first, uint32_t count) {
+  std::string p = {char(131), 'l'};
+  put32(p, count);
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string node = stem + std::to_string(first + i) + "@nowhere";
+    p += 'X';
+    p += char(119);
+    p += char(node.size());
+    p += node;
+    put32(p, 1 + i % 1000);  // id
+    put32(p, 0);             // serial
+    put32(p, 1);             // creation
+  }
+  p += 'j';
+  return p;
+}
+
+// Two sweeps with nothing connected: what earlier tests left goes.
+void sweep_twice() {
+  dd::sweep_remote_pids({}, {});
+  dd::sweep_remote_pids({}, {});
+}
+
+// A herd::server whose calls are counted.
+struct counted : herd::server<counted> {
+  using calls = herd::types<herd::term>;
+  explicit counted(std::atomic<int>* n) : n_(n) {}
+  herd::term handle_call(const herd::term& req, const herd::from&) {
+    n_->fetch_add(1);
+    return req;
+  }
+  std::atomic<int>* n_;
+};
 
 }  // namespace
 
@@ -316,4 +359,226 @@ TEST_CASE("a process sending to a peer that reads nothing waits at dist_buf_busy
   CHECK(max_queued <= limit + frame_size + 64);  // + a tick or two the connection wrote itself
   CHECK(in_order == n_msgs);
   CHECK(thread_frames == from_thread);
+}
+
+TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records behind once they are gone") {
+  std::string err;
+  constexpr uint32_t per_message = 1000, messages = 100, names = per_message * messages;
+  std::size_t recs_before = 0, pids_before = 0, recs_with = 0, held_with = 0, recs_after = 1, pids_after = 1,
+              held_after = 1;
+  uint32_t mapped = 0;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("recs");
+    o.max_atoms_per_connection = 0;  // 100,000 new atoms (the node names): the node-wide limit only
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("rec_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    pids_before = dd::remote_pid_count();
+    const std::string stem = "rec" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "recfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      for (uint32_t m = 0; m < messages; ++m)
+        if (!fake.reg_send_raw(1, "rec_sink", pids_of_new_nodes(stem, m * per_message, per_message)))
+          return void(err = "send failed at message " + std::to_string(m));
+      for (uint32_t got = 0; got < messages; ++got) {
+        bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+          auto pids = m.as<std::vector<herd::pid>>();
+          if (!pids) {
+            err = pids.error().message();
+            return true;
+          }
+          for (herd::pid p : *pids) mapped += p.is_remote();
+          return true;
+        }, herd::after(60s, [] { return false; }));
+        if (!in_time) return void(err = "messages missing: " + std::to_string(got));
+      }
+      recs_with = dd::node_record_count();
+      held_with = dd::pids_held_by(dd::node_number(fake_name));
+      fake.sock->close();
+      if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+        return void(err = "the connection did not end");
+    }
+    // The pids went out of use with the messages: a pid of a node nobody is
+    // connected to lives through one sweep after its last use, no more.
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    pids_after = dd::remote_pid_count();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  INFO(err);
+  CHECK(err.empty());
+  CHECK(mapped == names);
+  CHECK(recs_with >= recs_before + names);
+  CHECK(held_with >= names);  // as<T>() charged them to the connection
+  CHECK(recs_after == recs_before + 1);  // the fake node's own, kept as a node this one was connected to
+  CHECK(pids_after == pids_before);
+  CHECK(held_after == 0);
+}
+
+TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a peer's payload") {
+  herd::test::log_to_file log("conn_limits_payload_pids");
+  std::string err, refusal;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  std::size_t recs_before = 0, recs_after = 1, held_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("paycap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("paycap_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    const std::string stem = "pay" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "paycapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      if (!fake.reg_send_raw(1, "paycap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
+      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+        auto pids = m.as<std::vector<herd::pid>>();
+        if (pids) err = "mapped all " + std::to_string(pids->size()) + " pids past the cap";
+        else refusal = pids.error().message();
+        return true;
+      }, herd::after(60s, [] { return false; }));
+      if (!in_time) return void(err = "the message did not arrive");
+      closed = fake.closed_within(30s);
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(closed);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(recs_after == recs_before + 1);  // the refused pids' nodes left no record either
+  CHECK(held_after == 0);
+}
+
+TEST_CASE("a '$gen_call' whose From is past max_remote_pids_per_connection is dropped and the connection closes") {
+  herd::test::log_to_file log("conn_limits_gen_call_pids");
+  std::string err;
+  std::atomic<int> calls{0};
+  bool closed = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("gencap");
+    o.max_remote_pids_per_connection = 1;  // the frame's sender takes it
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    auto s = herd::start_server<counted>(herd::spawn_options{.name = "gencap_srv"}, &calls);
+    if (!herd::dist::export_server(s)) return void(err = "export_server refused a local pid");
+    fake_node fake(*me, "gencapfake", cookie);
+    if (!fake.sock) return void(err = fake.err);
+    herd::erl_pid sender{atom(fake.id.name), 1, 0, fake.id.creation};
+    herd::erl_pid other{atom(fake.id.name), 2, 0, fake.id.creation};
+    auto call = [&](const herd::erl_pid& from) {
+      return term::tuple({atom("$gen_call"), term::tuple({term::pid(from), term::reference(herd::erl_ref{atom(fake.id.name), fake.id.creation, 3, {1, 2, 3}})}),
+                          atom("hello")});
+    };
+    // From its sender: no new pid, the call is answered.
+    if (!fake.reg_send(1, "gencap_srv", call(sender))) return void(err = "send failed");
+    if (!herd::test::eventually([&] { return calls.load() == 1; }, 30s)) return void(err = "the first call was not served");
+    // From another of its processes: a second pid, past the cap.
+    if (!fake.reg_send(1, "gencap_srv", call(other))) return void(err = "send failed");
+    closed = fake.closed_within(30s);
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(calls.load() == 1);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+}
+
+TEST_CASE("pids nobody charges, of ever new unconnected nodes, are swept as the table grows, not kept until a connection ends") {
+  // As a receiver that maps a peer's pids from a bare herd::term does (no
+  // connection to charge): 300,000 pids of 300,000 node names, each used once.
+  constexpr uint32_t names = 300000;
+  sweep_twice();
+  const std::size_t pids_before = dd::remote_pid_count(), recs_before = dd::node_record_count();
+  std::size_t most_pids = 0, most_recs = 0;
+  uint32_t valid = 0;
+  const std::string stem = "unch" + std::to_string(::getpid()) + "_";
+  for (uint32_t i = 0; i < names; ++i) {
+    valid += dd::intern_remote(herd::dist::remote_pid{stem + std::to_string(i) + "@nowhere", 1, 0, 1}).is_remote();
+    if (i % 1000 == 0) {
+      most_pids = std::max(most_pids, dd::remote_pid_count());
+      most_recs = std::max(most_recs, dd::node_record_count());
+    }
+  }
+  sweep_twice();
+  INFO("most pids " << most_pids << ", most records " << most_recs);
+  CHECK(valid == names);
+  // A sweep runs at twice the live entries (or 65,536 more) and keeps those
+  // made since the one before: the table stays within a few steps.
+  CHECK(most_pids <= pids_before + 3 * 65536);
+  CHECK(most_recs <= recs_before + 3 * 65536);
+  CHECK(dd::remote_pid_count() == pids_before);
+  CHECK(dd::node_record_count() == recs_before);
+}
+
+TEST_CASE("the member pids a pg peer sends count against its connection's remote pid cap") {
+  herd::test::log_to_file log("conn_limits_pg_pids");
+  std::string err;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  std::size_t most_members = 0, held_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("pgcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    const std::string scope = "conn_limits_pg";
+    (void)herd::pg::get_members(scope, "g");  // makes the scope while distribution runs
+    if (!herd::test::eventually([&] { return herd::whereis(scope).has_value(); }, 30s))
+      return void(err = "the scope process is not registered");
+    auto mon = herd::pg::monitor(scope, "g");
+    std::string fake_name;
+    {
+      fake_node fake(*me, "pgcapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      // Its scope process is <1.0>, the frames' sender too.
+      auto pid_of = [&](uint32_t id) { return term::pid(herd::erl_pid{atom(fake_name), id, 0, fake.id.creation}); };
+      std::vector<term> members;
+      for (uint32_t i = 0; i < count; ++i) members.push_back(pid_of(2 + i));
+      if (!fake.reg_send(1, scope, term::tuple({atom("discover"), pid_of(1)})) ||
+          !fake.reg_send(1, scope, term::tuple({atom("join"), pid_of(1), atom("g"), term::list(std::move(members))})))
+        return void(err = "send failed");
+      closed = fake.closed_within(30s);
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    // The joins the scope made, and their leaves when the node went.
+    std::size_t now = 0;
+    for (bool more = true; more;)
+      herd::receive([&](const herd::pg::event& e) {
+        now = e.kind == herd::pg::event::join ? now + e.pids.size() : now - std::min(now, e.pids.size());
+        most_members = std::max(most_members, now);
+      }, herd::after(0ms, [&] { more = false; }));
+    sweep_twice();
+    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(most_members == cap - 1);  // the sender took one; the rest past the cap were skipped
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(held_after == 0);
 }

@@ -97,7 +97,9 @@ struct etf_message {
   herd::pid from;
   std::string bytes;  // one term in the external term format, with its 131
   // The node it came from, by its number here (0: a local send): new atoms
-  // that term() makes are charged to that connection (max_atoms_per_connection).
+  // that term() makes are charged to that connection (max_atoms_per_connection),
+  // and so are the new remote pids that as<T>() interns
+  // (max_remote_pids_per_connection).
   uint32_t origin = 0;
 
   // The term, decoded now (each call decodes again: keep the result). The
@@ -106,13 +108,38 @@ struct etf_message {
   // through herd::to_term / from_term<herd::pid> (below).
   herd::term_result<herd::term> term(const herd::decode_options& o = {}) const;
   // The payload as a C++ type with the term trait (from_term's mismatch
-  // error says where it differs).
+  // error says where it differs). A herd::pid in it past the sender's
+  // max_remote_pids_per_connection is a mismatch, and closes its connection.
   template <class T>
   herd::term_result<T> as(const herd::decode_options& o = {}) const {
     auto t = term(o);
     if (!t) return t.error();
-    return herd::from_term<T>(*t);
+    auto r = [&] {
+      pid_charge c(origin);
+      return herd::from_term<T>(*t);
+    }();
+    if (!r) pids_refused();
+    return r;
   }
+
+ private:
+  // While open on a thread, the remote pids interned there count against
+  // `origin`'s connection. Mapping does not suspend, so a thread-local is
+  // safe; the scope must not span a send (so a term_mapping's from() must
+  // not send or block, which none of herd's does).
+  class pid_charge {
+   public:
+    explicit pid_charge(uint32_t origin) noexcept;
+    ~pid_charge();
+    pid_charge(const pid_charge&) = delete;
+    pid_charge& operator=(const pid_charge&) = delete;
+
+   private:
+    uint32_t prev_;
+  };
+  // After a failed mapping: the first to find the cap reached closes the
+  // sender's connection.
+  void pids_refused() const;
 };
 
 // herd::send to a remote pid takes this type, herd::term, or a type with
