@@ -39,4 +39,17 @@ inline constexpr uint32_t inject_batch_max = 64;
 inline constexpr uint32_t poll_min_room = 32;
 inline constexpr uint32_t poll_room_margin = 16;
 
+// A worker spinning before it parks (runtime_options::busy_wait) looks at the
+// queues it can see without a system call (its ring and run next, the global
+// queues, its migrants) on every turn, and every this many nanoseconds at
+// everything else: it polls I/O without blocking (epoll_wait is a system call
+// of about a microsecond; polling it back to back would be most of the spin),
+// steals, and fires its due timers.
+inline constexpr uint64_t spin_poll_every_ns = 2000;
+// ... and every this many nanoseconds it offers its core with sched_yield:
+// on a machine with more runnable threads than cores (two nodes and their
+// peer on two cores) the thread it waits for may be the one it keeps off
+// the core. BEAM's schedulers yield while they spin for the same reason.
+inline constexpr uint64_t spin_yield_every_ns = 8000;
+
 }  // namespace herd::rt::tuning
