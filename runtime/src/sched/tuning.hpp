@@ -46,10 +46,4 @@ inline constexpr uint32_t poll_room_margin = 16;
 // of about a microsecond; polling it back to back would be most of the spin),
 // steals, and fires its due timers.
 inline constexpr uint64_t spin_poll_every_ns = 2000;
-// ... and every this many nanoseconds it offers its core with sched_yield:
-// on a machine with more runnable threads than cores (two nodes and their
-// peer on two cores) the thread it waits for may be the one it keeps off
-// the core. BEAM's schedulers yield while they spin for the same reason.
-inline constexpr uint64_t spin_yield_every_ns = 8000;
-
 }  // namespace herd::rt::tuning

@@ -32,16 +32,23 @@
 //     searcher (idle.hpp); an unpark() meant for it (a foreign thread's timer,
 //     a migrant) leaves its parker notified, so that park returns at once.
 //   - The poller token is held only for one non-blocking poll at a time, as
-//     in maintenance. A worker that parks while the spinner holds it sleeps
-//     on its futex; the spinner ends in park() and takes the token then, so
+//     in maintenance. A worker that parks while another worker searches
+//     does not take it (it sleeps on its futex, for at most 10 ms): the I/O
+//     stays with the spinner, which ends in park() and takes the token then
+//     (its own re-count sees no other searcher, or the last one does), so
 //     once every worker is idle one of them sleeps in epoll_wait, as without
-//     the spin. A spinner that cannot take the token (a sibling sleeps in
-//     epoll_wait with it) polls no I/O: that sibling wakes for it.
+//     the spin. Were the sleeper to take it, each request would wake it from
+//     epoll_wait while the spinner, unable to poll, spun for nothing. The
+//     10 ms cap covers a spinner that found a fiber which never yields; the
+//     awake worker's maintenance polls I/O meanwhile (every 61 picks or 1 ms).
 //   - It reports quiescent states as it goes (it holds no reclaimable
 //     pointer between fibers), so a grace period does not wait for the spin.
 //   - It stops as soon as `stopping` is set; stop() waits for no spin.
-//   - It calls sched_yield every tuning::spin_yield_every_ns: on more
-//     runnable threads than cores the thread it waits for may need its core.
+//   - It calls sched_yield on every turn: with more runnable threads than
+//     cores the thread it waits for (the peer node's, on this host) may need
+//     its core. Without it two spinning nodes on a loaded 2-core VM took
+//     230-320 us per call against 38-96 us with it; a yield every 8 us
+//     instead of every turn was slower too (median 64.6 against 42.4 us).
 //   - Deterministic runtimes never spin (virtual time moves only when every
 //     worker is parked).
 // A spin is CPU time: metrics count it as busy (it is not parked), and a
@@ -144,11 +151,9 @@ bool worker::advance_virtual_time() {
 fiber* worker::spin() {
   const uint64_t per_ms = clock_impl::tsc_per_ms();
   const uint64_t poll_every = per_ms * tuning::spin_poll_every_ns / 1000000;
-  const uint64_t yield_every = per_ms * tuning::spin_yield_every_ns / 1000000;
   uint64_t t = clock_impl::tsc();
   const uint64_t end = t + spin_tsc_;
   uint64_t next_poll = t + poll_every;  // next_remote has just looked everywhere
-  uint64_t next_yield = t + yield_every;
   spins.store(spins.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (;;) {
     for (int i = 0; i < 8; ++i) cpu_relax();
@@ -170,10 +175,7 @@ fiber* worker::spin() {
       next_poll = t + poll_every;
     }
     if (t >= end) return nullptr;
-    if (t >= next_yield) {
-      sched_yield();
-      next_yield = clock_impl::tsc() + yield_every;
-    }
+    sched_yield();
   }
 }
 
@@ -224,8 +226,16 @@ void worker::park() {
       if (timeout < 0 || until < timeout) timeout = until;
     }
   }
+  // With busy waits, a worker that parks while another searches (spins)
+  // leaves the poller to it: the spinner polls it and takes it when it parks
+  // in turn. Taking it here would put the I/O on the sleeper — a kernel
+  // wake-up per request while the spinner spins for nothing (herd -> herd
+  // calls: the two roles settled that way and never swapped). Capped at the
+  // monitor's tick, in case the spinner found one fiber that never yields.
+  const bool leave_poller = spin_tsc_ && rt.idle_state.num_searching() > 0;
+  if (leave_poller && (timeout < 0 || timeout > 10)) timeout = 10;
   if (!rt.stopping.load(std::memory_order_acquire)) {
-    poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
+    poller* io = !leave_poller && rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
     uint64_t t0 = clock_impl::tsc();
     // relaxed: statistics; metrics() counts a park in progress from here.
     parked_since_tsc.store(t0, std::memory_order_relaxed);
