@@ -228,3 +228,61 @@ TEST_CASE("busy_wait: stop() returns while workers keep spinning and being woken
   finish(r, p);  // stop() with a worker that just ran dry and spins: returns
   SUCCEED("stopped");
 }
+
+namespace {
+struct hog_state {
+  std::atomic<bool> release{false};
+  std::atomic<bool> running{false};
+};
+void hog_body(task* t) {
+  auto* h = static_cast<hog_state*>(t->arg);
+  h->running.store(true, std::memory_order_release);
+  while (!h->release.load(std::memory_order_acquire)) {
+  }
+}
+}  // namespace
+
+// A worker that parks while another spins leaves the poller to the spinner;
+// if the spinner then takes a fiber that never yields, the sleeper must still
+// come back for the I/O (its futex sleep is capped), or readiness would wait
+// for the hog to end. Each cycle: an I/O round leaves the worker that ran it
+// spinning, a hog launched from this thread goes to whoever finds it first
+// (often that spinner), then more I/O rounds must be served meanwhile.
+TEST_CASE("busy_wait: I/O readiness is served while the other worker runs a fiber that never yields",
+          "[sched][busy_wait]") {
+  runtime r(spinning(2));
+  r.start();
+  pinger p;
+  p.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  REQUIRE(p.efd >= 0);
+  efd_source src;
+  src.p = &p;
+  src.on_ready = &efd_ready;
+  REQUIRE(io_register(p.efd, &src, EPOLLIN) == 0);
+  launch(p.t, &pinger_body, &p);
+  uint64_t i = 0;
+  auto io_round = [&] {
+    p.asked.store(++i, std::memory_order_release);
+    const uint64_t one = 1;
+    REQUIRE(write(p.efd, &one, sizeof one) == sizeof one);
+    REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == i; }));
+  };
+  for (int cycle = 0; cycle < 30; ++cycle) {
+    io_round();
+    hog_state h;
+    task hog;
+    // A failed REQUIRE must not leave the hog running: stop() would wait on it.
+    struct release_hog {
+      hog_state& h;
+      ~release_hog() { h.release.store(true, std::memory_order_release); }
+    } guard{h};
+    launch(hog, &hog_body, &h);
+    REQUIRE(eventually([&] { return h.running.load(std::memory_order_acquire); }));
+    for (int k = 0; k < 3; ++k) io_round();
+    h.release.store(true, std::memory_order_release);
+    REQUIRE(eventually([&] { return hog.done.load(std::memory_order_acquire); }));
+  }
+  REQUIRE(io_deregister(p.efd) == 0);
+  finish(r, p);
+  close(p.efd);
+}
