@@ -114,7 +114,8 @@ struct node::impl {
                                     .wanted_fds = o.wanted_fds,
                                     .blocking_threads = o.blocking_threads,
                                     .reduction_budget = o.reduction_budget,
-                                    .quiet = o.quiet}),
+                                    .quiet = o.quiet,
+                                    .busy_wait = o.busy_wait}),
         state(o, runtime.workers()) {}
   node_options opts;
   rt::runtime runtime;

@@ -1,6 +1,6 @@
 // dist_echo — a herd node for Erlang clusters (issue 18's example):
 //
-//   dist_echo --sname NAME [--cookie COOKIE] [--workers N]
+//   dist_echo --sname NAME [--cookie COOKIE] [--workers N] [--busy-wait-us US]
 //
 // publishes the node NAME@HOST, prints "node NAME@HOST" (flushed) once other
 // nodes can connect, and registers
@@ -10,11 +10,16 @@
 //            Node}, count) answers the count, ..., reset) answers ok.
 // SIGTERM (or SIGINT): closes its connections and exits 0. A bad option: a
 // message and exit 2. Without --cookie: ~/.erlang.cookie, as erl.
+// --busy-wait-us: node_options::busy_wait, 0 (the default) to 10000: an idle
+// worker spins this long before it sleeps, as BEAM's schedulers do (+sbwt);
+// it trims a kernel wake-up off each call round trip at the cost of that much
+// CPU per idle gap (docs/distribution.md).
 #include <herd/actors.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
 #include <herd/dist/term_codec.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +35,7 @@ struct stop_signal {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "dist_echo: %s\nusage: dist_echo --sname NAME [--cookie COOKIE] [--workers N]\n", why);
+  std::fprintf(stderr, "dist_echo: %s\nusage: dist_echo --sname NAME [--cookie COOKIE] [--workers N] [--busy-wait-us US]\n", why);
   std::exit(2);
 }
 
@@ -72,10 +77,11 @@ struct counter : herd::server<counter> {
 int main(int argc, char** argv) {
   herd::dist::dist_options d;
   unsigned workers = 0;
-  bool have_cookie = false, have_workers = false;
+  long busy_wait_us = 0;
+  bool have_cookie = false, have_workers = false, have_busy_wait = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a != "--sname" && a != "--cookie" && a != "--workers") usage(("unknown option " + a).c_str());
+    if (a != "--sname" && a != "--cookie" && a != "--workers" && a != "--busy-wait-us") usage(("unknown option " + a).c_str());
     if (i + 1 >= argc) usage((a + " needs a value").c_str());
     std::string v = argv[++i];
     if (v.empty()) usage((a + " needs a value").c_str());
@@ -86,6 +92,13 @@ int main(int argc, char** argv) {
       if (have_cookie) usage("--cookie given twice");
       have_cookie = true;
       d.cookie = v;
+    } else if (a == "--busy-wait-us") {
+      if (have_busy_wait) usage("--busy-wait-us given twice");
+      have_busy_wait = true;
+      char* end = nullptr;
+      busy_wait_us = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || busy_wait_us < 0 || busy_wait_us > herd::rt::max_busy_wait.count())
+        usage(("--busy-wait-us takes a number from 0 to " + std::to_string(herd::rt::max_busy_wait.count())).c_str());
     } else {
       if (have_workers) usage("--workers given twice");
       have_workers = true;
@@ -107,6 +120,7 @@ int main(int argc, char** argv) {
 
   herd::node_options o;
   o.workers = workers;
+  o.busy_wait = std::chrono::microseconds(busy_wait_us);
   herd::node n(o);
   int code = 0;
   n.run([&] {

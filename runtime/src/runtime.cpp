@@ -40,6 +40,10 @@ constexpr std::size_t sanitizer_guard_pages = 1;
 #endif
 
 runtime_options normalized(runtime_options o) {
+  if (o.busy_wait.count() < 0 || o.busy_wait > max_busy_wait)
+    throw std::invalid_argument("herd: busy_wait must be from 0 to " + std::to_string(max_busy_wait.count()) +
+                                " us, not " + std::to_string(o.busy_wait.count()) + " us");
+  if (o.deterministic) o.busy_wait = std::chrono::microseconds{0};
   if (o.deterministic) o.workers = 1;
   if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
   if (o.stack_size == 0) o.stack_size = 64 * 1024;
@@ -186,6 +190,7 @@ runtime_metrics metrics_of(const runtime_impl& r) {
     x.steals = w->steals.load(std::memory_order_relaxed);
     x.stolen = w->stolen.load(std::memory_order_relaxed);
     x.parks = w->parks.load(std::memory_order_relaxed);
+    x.spins = w->spins.load(std::memory_order_relaxed);
     // A park in progress counts up to now (parked_tsc grows only when it ends):
     // a worker parked for seconds is idle, not busy.
     uint64_t parked = w->parked_tsc.load(std::memory_order_relaxed);

@@ -140,7 +140,8 @@ def test_bad_options(path):
     cases = [[], ["--port"], ["--port", "70000"], ["--port", "x"], ["--port", "0", "--workers", "0"],
              ["--port", "0", "--max-connections", "-3"], ["--port", "0", "--frobnicate"],
              ["--port", "0", "--acceptors", "1e3"], ["--port", "0", "--first-data-timeout-ms", "-1"],
-             ["--port", "0", "--first-data-timeout-ms"]]
+             ["--port", "0", "--first-data-timeout-ms"], ["--port", "0", "--busy-wait-us", "-5"],
+             ["--port", "0", "--busy-wait-us", "10001"], ["--port", "0", "--busy-wait-us", "fast"]]
     for args in cases:
         p = subprocess.run([path, *args], capture_output=True, text=True, timeout=10)
         if p.returncode != 2 or "usage:" not in p.stderr:

@@ -1,14 +1,16 @@
 // distbench_client — a herd node as the client of tools/distbench/distbench.sh:
 //
 //   distbench_client --sname S --cookie C --target NODE --label L [--msgs N] [--calls N] [--rounds R]
-//                    [--busy-limit BYTES]
+//                    [--busy-limit BYTES] [--busy-wait-us US]
 //
 // against NODE's `counter` and `echo` (examples/dist_echo, or the Erlang
 // loop distbench.sh runs): N one-way {tick, I} to {counter, NODE} then a
 // `count` call; then CALLS gen_server calls of `ping` to {echo, NODE}
 // (herd::dist::call). One RESULT line per figure, with from=herd to=L.
 // --busy-limit: dist_options::dist_buf_busy_limit (default 1 MiB; 0: never
-// wait), for A/B runs of the sender's back-pressure.
+// wait), for A/B runs of the sender's back-pressure. --busy-wait-us:
+// node_options::busy_wait (0, the default, to 10000), printed in each RESULT
+// line as busy_wait_us=.
 #include <herd/actors.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
@@ -26,7 +28,7 @@ using namespace std::chrono;
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "distbench_client: %s\nusage: distbench_client --sname S --cookie C --target NODE --label L "
-               "[--msgs N] [--calls N] [--rounds R] [--busy-limit BYTES]\n",
+               "[--msgs N] [--calls N] [--rounds R] [--busy-limit BYTES] [--busy-wait-us US]\n",
                why);
   std::exit(2);
 }
@@ -47,7 +49,7 @@ double elapsed_us(steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   herd::dist::dist_options d;
   std::string target, label;
-  long msgs = 1000000, calls = 20000, rounds = 2;
+  long msgs = 1000000, calls = 20000, rounds = 2, busy_wait_us = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage((a + " needs a value").c_str());
@@ -59,12 +61,17 @@ int main(int argc, char** argv) {
     else if (a == "--msgs") msgs = number(v, "--msgs");
     else if (a == "--calls") calls = number(v, "--calls");
     else if (a == "--rounds") rounds = number(v, "--rounds");
-    else if (a == "--busy-limit") d.dist_buf_busy_limit = std::size_t(number(v, "--busy-limit"));
+    else if (a == "--busy-wait-us") {
+      busy_wait_us = number(v, "--busy-wait-us");
+      if (busy_wait_us > herd::rt::max_busy_wait.count())
+        usage(("--busy-wait-us takes a number from 0 to " + std::to_string(herd::rt::max_busy_wait.count())).c_str());
+    } else if (a == "--busy-limit") d.dist_buf_busy_limit = std::size_t(number(v, "--busy-limit"));
     else usage(("unknown option " + a).c_str());
   }
   if (d.sname.empty() || target.empty() || label.empty()) usage("--sname, --target and --label are required");
   herd::node_options o;
   o.workers = 2;
+  o.busy_wait = microseconds(busy_wait_us);
   herd::node n(o);
   int code = 0;
   n.run([&] {
@@ -87,8 +94,8 @@ int main(int argc, char** argv) {
       auto c = herd::dist::call("counter", target, herd::atom("count"), seconds(600));
       if (!c) return fail("count", c.error());
       double us = elapsed_us(t0);
-      std::printf("RESULT workload=throughput from=herd to=%s msgs=%ld counted=%s ms=%.1f msgs_per_s=%.0f\n",
-                  label.c_str(), msgs, herd::to_string(*c).c_str(), us / 1000, double(msgs) * 1e6 / us);
+      std::printf("RESULT workload=throughput from=herd to=%s busy_wait_us=%ld msgs=%ld counted=%s ms=%.1f msgs_per_s=%.0f\n",
+                  label.c_str(), busy_wait_us, msgs, herd::to_string(*c).c_str(), us / 1000, double(msgs) * 1e6 / us);
       std::fflush(stdout);
       t0 = steady_clock::now();
       for (long i = 0; i < calls; ++i) {
@@ -100,7 +107,8 @@ int main(int argc, char** argv) {
           return;
         }
       }
-      std::printf("RESULT workload=call from=herd to=%s calls=%ld us_per_call=%.1f\n", label.c_str(), calls,
+      std::printf("RESULT workload=call from=herd to=%s busy_wait_us=%ld calls=%ld us_per_call=%.1f\n", label.c_str(),
+                  busy_wait_us, calls,
                   calls ? elapsed_us(t0) / double(calls) : 0.0);
       std::fflush(stdout);
     }

@@ -39,4 +39,11 @@ inline constexpr uint32_t inject_batch_max = 64;
 inline constexpr uint32_t poll_min_room = 32;
 inline constexpr uint32_t poll_room_margin = 16;
 
+// A worker spinning before it parks (runtime_options::busy_wait) looks at the
+// queues it can see without a system call (its ring and run next, the global
+// queues, its migrants) on every turn, and every this many nanoseconds at
+// everything else: it polls I/O without blocking (epoll_wait is a system call
+// of about a microsecond; polling it back to back would be most of the spin),
+// steals, and fires its due timers.
+inline constexpr uint64_t spin_poll_every_ns = 2000;
 }  // namespace herd::rt::tuning

@@ -147,6 +147,7 @@ void worker::thread_main() {
   side.init_on_thread();
   install_thread_altstack();
   next_maint_tsc_ = clock_impl::tsc() + clock_impl::tsc_per_ms();
+  spin_tsc_ = static_cast<uint64_t>(rt.opts.busy_wait.count()) * clock_impl::tsc_per_ms() / 1000;
   for (;;) {
     fiber* f = next_local();
     if (!f) f = next_remote();
@@ -156,6 +157,14 @@ void worker::thread_main() {
       continue;
     }
     if (rt.stopping.load(std::memory_order_acquire)) break;
+    if (spin_tsc_ && searching_) {
+      if (fiber* g = spin()) {
+        if (searching_) end_search();
+        run(g);
+        continue;
+      }
+      if (rt.stopping.load(std::memory_order_acquire)) break;
+    }
     park();
   }
   remove_thread_altstack();

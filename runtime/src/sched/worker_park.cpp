@@ -15,6 +15,45 @@
 // in epoll_wait if it can take the poller token, else on its futex. There is
 // no periodic tick; an idle node sleeps.
 //
+// Busy wait (runtime_options::busy_wait, BEAM's +sbwt; off by default): a
+// worker that ran dry and is a searcher looks for work for up to that long
+// before it parks — a request/reply peer's next message then costs no
+// kernel wake-up (issue 18). Invariants:
+//   - Only a searcher spins (worker::thread_main), so at most half the
+//     workers spin at once, and the idle word stays right without a new
+//     state: the spinner counts as unparked and searching, which is what
+//     tells producers (should_notify, the push hint) that someone will find
+//     their work and nobody need be woken. It therefore looks where a searcher
+//     would: its ring and run next, the global queues, its migrants (relaxed
+//     looks every turn), and every tuning::spin_poll_every_ns a full look —
+//     next_local, next_remote (steal, then a non-blocking poll if it can take
+//     the poller token), due timers. A producer's push it misses is caught
+//     where a searcher's is: park()'s seq_cst RMW and re-check as the last
+//     searcher (idle.hpp); an unpark() meant for it (a foreign thread's timer,
+//     a migrant) leaves its parker notified, so that park returns at once.
+//   - The poller token is held only for one non-blocking poll at a time, as
+//     in maintenance. A worker that parks while another worker searches
+//     does not take it (it sleeps on its futex, for at most 10 ms): the I/O
+//     stays with the spinner, which ends in park() and takes the token then
+//     (its own re-count sees no other searcher, or the last one does), so
+//     once every worker is idle one of them sleeps in epoll_wait, as without
+//     the spin. Were the sleeper to take it, each request would wake it from
+//     epoll_wait while the spinner, unable to poll, spun for nothing. The
+//     10 ms cap covers a spinner that found a fiber which never yields; the
+//     awake worker's maintenance polls I/O meanwhile (every 61 picks or 1 ms).
+//   - It reports quiescent states as it goes (it holds no reclaimable
+//     pointer between fibers), so a grace period does not wait for the spin.
+//   - It stops as soon as `stopping` is set; stop() waits for no spin.
+//   - It calls sched_yield on every turn: with more runnable threads than
+//     cores the thread it waits for (the peer node's, on this host) may need
+//     its core. Without it two spinning nodes on a loaded 2-core VM took
+//     230-320 us per call against 38-96 us with it; a yield every 8 us
+//     instead of every turn was slower too (median 64.6 against 42.4 us).
+//   - Deterministic runtimes never spin (virtual time moves only when every
+//     worker is parked).
+// A spin is CPU time: metrics count it as busy (it is not parked), and a
+// node that idles between sparse requests burns up to busy_wait per request.
+//
 // Test hooks stay off the pick path: testing::migrate hands the fiber to the
 // next worker's migrants list, which that worker reads only in maintenance and
 // when it ran dry (and runs the fiber directly, so no thief takes it back).
@@ -26,10 +65,23 @@
 #include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <mutex>
 
 namespace herd::rt {
+namespace {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace
 
 void worker::maintenance(uint64_t t) {
   maint_countdown_ = tuning::maintenance_every;
@@ -95,6 +147,38 @@ bool worker::advance_virtual_time() {
   return true;
 }
 
+// The busy wait (runtime_options::busy_wait): see the header comment.
+fiber* worker::spin() {
+  const uint64_t per_ms = clock_impl::tsc_per_ms();
+  const uint64_t poll_every = per_ms * tuning::spin_poll_every_ns / 1000000;
+  uint64_t t = clock_impl::tsc();
+  const uint64_t end = t + spin_tsc_;
+  uint64_t next_poll = t + poll_every;  // next_remote has just looked everywhere
+  spins.store(spins.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  for (;;) {
+    for (int i = 0; i < 8; ++i) cpu_relax();
+    if (rt.stopping.load(std::memory_order_acquire)) return nullptr;
+    // Relaxed looks: a hint to look now. What they miss is found at the next
+    // full look, or by park()'s re-check after its seq_cst RMW (idle.hpp).
+    bool seen = !ring.empty_approx() || run_next.load(std::memory_order_relaxed) != nullptr ||
+                !rt.inject.empty() || !rt.high.empty() || !rt.low.empty() ||
+                has_migrants_.load(std::memory_order_relaxed);
+    t = clock_impl::tsc();
+    if (seen || t >= next_poll) {
+      rt.reclaim.quiescent(id);  // between fibers: holds no reclaimable pointer
+      uint64_t now = now_ms();
+      coarse_ms_ = now;
+      if (timers.earliest() <= now) fire_timers(now);
+      if (fiber* f = next_local()) return f;
+      if (fiber* f = next_remote()) return f;
+      t = clock_impl::tsc();
+      next_poll = t + poll_every;
+    }
+    if (t >= end) return nullptr;
+    sched_yield();
+  }
+}
+
 void worker::park() {
   uint64_t now = now_ms();
   coarse_ms_ = now;
@@ -152,8 +236,16 @@ void worker::park() {
       if (timeout < 0 || until < timeout) timeout = until;
     }
   }
+  // With busy waits, a worker that parks while another searches (spins)
+  // leaves the poller to it: the spinner polls it and takes it when it parks
+  // in turn. Taking it here would put the I/O on the sleeper — a kernel
+  // wake-up per request while the spinner spins for nothing (herd -> herd
+  // calls: the two roles settled that way and never swapped). Capped at the
+  // monitor's tick, in case the spinner found one fiber that never yields.
+  const bool leave_poller = spin_tsc_ && rt.idle_state.num_searching() > 0;
+  if (leave_poller && (timeout < 0 || timeout > 10)) timeout = 10;
   if (!rt.stopping.load(std::memory_order_acquire)) {
-    poller* io = rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
+    poller* io = !leave_poller && rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;
     uint64_t t0 = clock_impl::tsc();
     // relaxed: statistics; metrics() counts a park in progress from here.
     parked_since_tsc.store(t0, std::memory_order_relaxed);

@@ -17,12 +17,16 @@ using namespace std::chrono_literals;
 
 TEST_CASE("dist_echo answers calls and plain messages from a BEAM node, counts, and exits 0 on SIGTERM") {
   if (!herd::test::have_erl()) HERD_SKIP("erl is not installed");
+  // Also with its workers spinning before they sleep (--busy-wait-us).
+  const std::string busy_wait = GENERATE(as<std::string>{}, "0", "200");
+  CAPTURE(busy_wait);
   std::string err, beam_out, echo_out;
   int status = -1;
   herd::test::run_node(herd::test::opts(2), [&] {
     std::string s = herd::test::unique_sname("dist_echo");
     std::string node = s + "@" + herd::test::short_host();
-    herd::test::peer_process echo({HERD_DIST_ECHO, "--sname", s, "--cookie", "echo_cookie", "--workers", "2"});
+    herd::test::peer_process echo({HERD_DIST_ECHO, "--sname", s, "--cookie", "echo_cookie", "--workers", "2",
+                                 "--busy-wait-us", busy_wait});
     if (!echo.wait_for("node " + node + "\n")) return void(err = "dist_echo did not start: " + echo.output());
     herd::test::peer_process erl(herd::test::erl_args(
         herd::test::unique_sname("beam"), "echo_cookie",
@@ -52,7 +56,10 @@ TEST_CASE("dist_echo refuses a bad option with a message and exit 2") {
   for (std::vector<std::string> args : {std::vector<std::string>{HERD_DIST_ECHO},
                                         {HERD_DIST_ECHO, "--sname", "x", "--bogus", "1"},
                                         {HERD_DIST_ECHO, "--sname", "x", "--workers", "zero"},
-                                        {HERD_DIST_ECHO, "--sname", "bad name!"}}) {
+                                        {HERD_DIST_ECHO, "--sname", "bad name!"},
+                                        {HERD_DIST_ECHO, "--sname", "x", "--busy-wait-us", "-1"},
+                                        {HERD_DIST_ECHO, "--sname", "x", "--busy-wait-us", "10001"},
+                                        {HERD_DIST_ECHO, "--sname", "x", "--busy-wait-us", "1ms"}}) {
     auto r = herd::test::run_subprocess(args);
     INFO(args.back() << ": " << r.err);
     CHECK(r.exited());

@@ -33,6 +33,11 @@ struct node_options {
   uint32_t reduction_budget = 2000;
   std::chrono::milliseconds shutdown_timeout{10000};
   bool quiet = false;                   // no start-up warnings on stderr
+  // rt::runtime_options::busy_wait: a worker that ran dry looks for work this
+  // long before it sleeps (BEAM's +sbwt); 0, the default, sleeps at once.
+  // At most rt::max_busy_wait (10 ms); out of range: the node's constructor
+  // throws std::invalid_argument.
+  std::chrono::microseconds busy_wait{0};
 };
 
 struct node_stats {

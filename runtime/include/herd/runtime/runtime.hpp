@@ -3,6 +3,7 @@
 // and the fiber-local accessors are process-wide). The actors layer's node owns
 // one; users normally never touch this type directly.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,13 +24,23 @@ struct runtime_options {
   uint32_t reduction_budget = 2000;   // reductions per time slice
   uint32_t long_schedule_ms = 10;     // a slice longer than this is recorded
   bool quiet = false;                 // do not print start-up warnings
+  // A worker that ran dry looks for work this long before it sleeps (BEAM's
+  // +sbwt): 0 (the default) sleeps at once. See worker_park.cpp; what it costs:
+  // docs/distribution.md. 0..max_busy_wait, else the constructor throws
+  // std::invalid_argument. Ignored when deterministic.
+  std::chrono::microseconds busy_wait{0};
 };
+
+// The longest busy_wait accepted: beyond a few milliseconds a spin is a busy
+// loop that never sleeps between the gaps it was meant to bridge.
+inline constexpr std::chrono::microseconds max_busy_wait{10000};
 
 struct worker_metrics {
   uint64_t switches = 0;       // fibers resumed
   uint64_t steals = 0;         // successful steal operations
   uint64_t stolen = 0;         // fibers taken by them
   uint64_t parks = 0;
+  uint64_t spins = 0;          // busy waits begun (runtime_options::busy_wait)
   uint64_t busy_ns = 0;        // time spent running fibers
   uint64_t run_queue = 0;      // current length (approximate)
   uint64_t timers = 0;         // armed timers on this worker's wheel
