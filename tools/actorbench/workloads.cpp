@@ -211,7 +211,11 @@ void fanin(const config& c) {
 
 }  // namespace
 
-std::string common_keys(const config& c) { return "workers=" + std::to_string(c.workers); }
+std::string common_keys(const config& c) {
+  std::string k = "workers=" + std::to_string(c.workers);
+  if (c.busy_wait_us) k += " busy_wait_us=" + std::to_string(c.busy_wait_us);
+  return k;
+}
 
 void run_workload(const config& c) {
   if (c.workload == "skynet") skynet(c);

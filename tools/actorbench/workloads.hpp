@@ -12,6 +12,7 @@ struct config {
   std::vector<uint64_t> args;
   unsigned workers = 2;
   bool hibernate = false;
+  uint64_t busy_wait_us = 0;  // node_options::busy_wait
 };
 
 // Runs in the root process.
