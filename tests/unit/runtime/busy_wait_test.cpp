@@ -86,6 +86,16 @@ void efd_ready(io_source* src, uint32_t) noexcept {
 
 constexpr int rounds = 200;
 
+// n rounds: ask for round i, poke(i) makes the wake-up, wait for the ack.
+template <class Poke>
+void ask_rounds(pinger& p, int n, Poke poke) {
+  for (int i = 1; i <= n; ++i) {
+    p.asked.store(uint64_t(i), std::memory_order_release);
+    poke(i);
+    REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
+  }
+}
+
 void finish(runtime& r, pinger& p) {
   p.quit.store(true, std::memory_order_release);
   wake(&p.t);
@@ -119,11 +129,7 @@ TEST_CASE("busy_wait: off by default, a worker that ran dry never spins", "[sche
   r.start();
   pinger p;
   launch(p.t, &pinger_body, &p);
-  for (int i = 1; i <= 20; ++i) {
-    p.asked.store(uint64_t(i), std::memory_order_release);
-    wake(&p.t);
-    REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
-  }
+  ask_rounds(p, 20, [&](int) { wake(&p.t); });
   finish(r, p);
   CHECK(total_spins(r) == 0);
 }
@@ -135,11 +141,7 @@ TEST_CASE("busy_wait: a deterministic runtime never spins", "[sched][busy_wait]"
   r.start();
   pinger p;
   launch(p.t, &pinger_body, &p);
-  for (int i = 1; i <= 20; ++i) {
-    p.asked.store(uint64_t(i), std::memory_order_release);
-    wake(&p.t);
-    REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
-  }
+  ask_rounds(p, 20, [&](int) { wake(&p.t); });
   finish(r, p);
   CHECK(total_spins(r) == 0);
 }
@@ -151,11 +153,7 @@ TEST_CASE("busy_wait: a wake-up from a plain thread reaches a spinning worker", 
     r.start();
     pinger p;
     launch(p.t, &pinger_body, &p);
-    for (int i = 1; i <= rounds; ++i) {
-      p.asked.store(uint64_t(i), std::memory_order_release);
-      wake(&p.t);
-      REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
-    }
+    ask_rounds(p, rounds, [&](int) { wake(&p.t); });
     CHECK(total_spins(r) > 0);  // the spin ran (and so the rounds above met it)
     finish(r, p);
   }
@@ -168,13 +166,12 @@ TEST_CASE("busy_wait: a timer armed from a plain thread fires on a spinning work
     r.start();
     pinger p;
     launch(p.t, &pinger_body, &p);
-    for (int i = 1; i <= rounds; ++i) {
-      p.asked.store(uint64_t(i), std::memory_order_release);
+    timer_ref t;  // held until the round's ack, as the rounds go
+    ask_rounds(p, rounds, [&](int i) {
       // On worker 0's wheel, due now or in 1 ms: the spinner (or the parked
       // worker it unparks) must fire it.
-      timer_ref t = schedule_timer(now_ms() + uint64_t(i % 2), &wake_pinger, &drop_nothing, &p);
-      REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
-    }
+      t = schedule_timer(now_ms() + uint64_t(i % 2), &wake_pinger, &drop_nothing, &p);
+    });
     CHECK(total_spins(r) > 0);
     finish(r, p);
   }
@@ -193,12 +190,10 @@ TEST_CASE("busy_wait: I/O readiness reaches a spinning worker", "[sched][busy_wa
     src.on_ready = &efd_ready;
     REQUIRE(io_register(p.efd, &src, EPOLLIN) == 0);
     launch(p.t, &pinger_body, &p);
-    for (int i = 1; i <= rounds; ++i) {
-      p.asked.store(uint64_t(i), std::memory_order_release);
+    ask_rounds(p, rounds, [&](int) {
       const uint64_t one = 1;
       REQUIRE(write(p.efd, &one, sizeof one) == sizeof one);  // the only wake-up: readiness
-      REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(i); }));
-    }
+    });
     CHECK(total_spins(r) > 0);
     REQUIRE(io_deregister(p.efd) == 0);
     finish(r, p);  // src outlives the grace period: stop() ends every poll
