@@ -84,31 +84,39 @@ std::string pids_cap_why(uint32_t cap) {
          " remote pids (dist_options::max_remote_pids_per_connection)";
 }
 
-void close_for_pids(const std::string& node) {
+namespace {
+
+struct conn_caps {
+  uint32_t atoms, pids;  // dist_options' per-connection caps, as the node runs with them
+};
+
+// Any thread: `node`'s connection process (if any) closes, for the reason
+// why() words from the caps.
+void close_connection_to(const std::string& node, std::string (*why)(const conn_caps&)) {
   herd::pid conn;
-  uint32_t cap = 0;
+  conn_caps caps{};
   {
     rt::lock_guard g(state().mu);
     auto it = state().conns.find(node);
     if (it == state().conns.end()) return;
     conn = it->second.proc;
-    cap = state().max_pids;
+    caps = {state().max_atoms, state().max_pids};
   }
-  herd::send(conn, close_connection{pids_cap_why(cap)});
+  herd::send(conn, close_connection{why(caps)});
+}
+
+}  // namespace
+
+void close_if_pids_spent(uint32_t origin) {
+  if (!origin || !pid_budget_tell(origin)) return;
+  close_connection_to(node_name_of(origin), [](const conn_caps& c) { return pids_cap_why(c.pids); });
 }
 
 void close_for_atoms(const std::string& node) {
-  herd::pid conn;
-  uint32_t limit = 0;
-  {
-    rt::lock_guard g(state().mu);
-    auto it = state().conns.find(node);
-    if (it == state().conns.end()) return;
-    conn = it->second.proc;
-    limit = state().max_atoms;
-  }
-  herd::send(conn, close_connection{"its messages made more than " + std::to_string(limit) +
-                                    " new atoms (dist_options::max_atoms_per_connection)"});
+  close_connection_to(node, [](const conn_caps& c) {
+    return "its messages made more than " + std::to_string(c.atoms) +
+           " new atoms (dist_options::max_atoms_per_connection)";
+  });
 }
 
 namespace {
@@ -437,9 +445,8 @@ etf_message::pid_charge::pid_charge(uint32_t origin) noexcept : prev_(detail::sw
 etf_message::pid_charge::~pid_charge() { detail::swap_pid_charge(prev_); }
 
 void etf_message::pids_refused() const {
-  // The first mapping that finds the sender's cap reached closes its
-  // connection (after the scope: a send may switch fibers).
-  if (origin && detail::pid_budget_tell(origin)) detail::close_for_pids(detail::node_name_of(origin));
+  // After the scope: a send may switch fibers.
+  detail::close_if_pids_spent(origin);
 }
 
 herd::pid intern(const remote_pid& r) {

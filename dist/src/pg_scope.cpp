@@ -177,7 +177,7 @@ class scope_sync {
   void from_peer(const herd::dist::etf_message& m) {
     from_peer_terms(m);
     // Pids past the sender's cap were skipped: its connection closes (once).
-    if (m.origin && pid_budget_tell(m.origin)) close_for_pids(node_name_of(m.origin));
+    close_if_pids_spent(m.origin);
   }
 
   void from_peer_terms(const herd::dist::etf_message& m) {

@@ -103,8 +103,10 @@ conn_entry& start_initiator(std::string_view node) HERD_REQUIRES(state().mu);
 
 // Any thread: the connection to `node` closes, its share of new atoms spent.
 void close_for_atoms(const std::string& node);
-// The same for a message whose pids went past max_remote_pids_per_connection.
-void close_for_pids(const std::string& node);
+// Any thread, after a mapping refused a pid of the node numbered `origin`
+// (0: none) past max_remote_pids_per_connection: the first caller to see
+// that node's budget spent closes its connection; the rest do nothing.
+void close_if_pids_spent(uint32_t origin);
 // The connection's log line for that.
 std::string pids_cap_why(uint32_t cap);
 
