@@ -128,8 +128,12 @@ struct relations {
                     std::size_t{refs.heap_slots()} * sizeof(ref_entry);
     return static_cast<uint32_t>(b < UINT32_MAX ? b : UINT32_MAX);
   }
+  // Stores only when the figure moved (a table's heap grew or shrank): the
+  // add/drop pair of every call leaves it as it was and the line clean.
   void publish() noexcept {
-    if (published) published->store(bytes(), std::memory_order_relaxed);
+    if (!published) return;
+    const uint32_t b = bytes();
+    if (published->load(std::memory_order_relaxed) != b) published->store(b, std::memory_order_relaxed);
   }
 
   bool has_link(pid p) noexcept { return links.find(p.value()) != nullptr; }

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       // node_options::busy_wait (BEAM's +sbwt): off unless given.
       uint64_t us;
       if (i + 1 >= argc || !parse_u64(argv[++i], us) || us > uint64_t(herd::rt::max_busy_wait.count()))
-        return usage("bad --busy-wait-us (0..10000)");
+        return usage(("bad --busy-wait-us (0.." + std::to_string(herd::rt::max_busy_wait.count()) + ")").c_str());
       c.busy_wait_us = us;
     } else if (a == "--hibernate") {
       c.hibernate = true;
