@@ -416,7 +416,7 @@ TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records
   CHECK(mapped == names);
   CHECK(recs_with >= recs_before + names);
   CHECK(held_with >= names);  // as<T>() charged them to the connection
-  CHECK(recs_after == recs_before + 1);  // the fake node's own, kept as a node this one was connected to
+  CHECK(recs_after == recs_before);  // the fake node's own went too: nothing names it any more
   CHECK(pids_after == pids_before);
   CHECK(held_after == 0);
 }
@@ -464,7 +464,7 @@ TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a
   CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
   CHECK(closed);
   CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
-  CHECK(recs_after == recs_before + 1);  // the refused pids' nodes left no record either
+  CHECK(recs_after == recs_before);  // neither the refused pids' nodes nor the fake node left a record
   CHECK(held_after == 0);
 }
 
@@ -581,4 +581,60 @@ TEST_CASE("the member pids a pg peer sends count against its connection's remote
   CHECK(most_members == cap - 1);  // the sender took one; the rest past the cap were skipped
   CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
   CHECK(held_after == 0);
+}
+
+TEST_CASE("2,000 short-lived nodes that connect and go leave the node record count at its baseline, and a kept pid names none of them") {
+  std::string err;
+  const std::size_t nodes = herd::test::scaled(2000, 200);
+  std::size_t recs_before = 0, most_recs = 0, recs_after = 1, pids_before = 0, pids_after = 1;
+  bool number_reused = false, kept_describes = true, kept_sends = true, fresh_differs = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts("churn"));
+    if (!me) return void(err = me.error().message());
+    herd::register_name("churn_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    pids_before = dd::remote_pid_count();
+    herd::pid kept;
+    uint32_t first_no = 0;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      fake_node f(*me, "churn", cookie);
+      if (!f.sock) return void(err = "node " + std::to_string(i) + ": " + f.err);
+      const std::string name = f.id.name;
+      if (!herd::test::eventually([&] { return row_of(name).has_value() && row_of(name)->up; }, 30s))
+        return void(err = name + " is not up");
+      if (i == 0) {
+        // A pid of the first node, kept by user code past its connection.
+        if (!f.reg_send(1, "churn_sink", term(1))) return void(err = f.err);
+        if (!herd::receive([&](herd::dist::etf_message& m) { kept = m.from; return true; },
+                           herd::after(30s, [] { return false; })))
+          return void(err = "the first node's message did not arrive");
+        first_no = dd::node_number(name);
+      } else if (i == 1) {
+        // The first node's record went with its connection: its number is this node's now.
+        number_reused = dd::node_number(name) == first_no;
+        fresh_differs = herd::dist::intern(herd::dist::remote_pid{name, 1, 0, f.id.creation}) != kept;
+        kept_describes = herd::dist::describe(kept).has_value();
+        kept_sends = herd::dist::send(kept, herd::term_to_binary(term(2)));
+      }
+      most_recs = std::max(most_recs, dd::node_record_count());
+      f.sock->close();
+      if (!herd::test::eventually([&] { return row_of(name) == std::nullopt; }, 30s))
+        return void(err = "the connection to " + name + " did not end");
+    }
+    herd::test::eventually([&] { return dd::node_record_count() == recs_before; }, 10s);
+    recs_after = dd::node_record_count();
+    sweep_twice();
+    pids_after = dd::remote_pid_count();
+    herd::dist::stop();
+  });
+  INFO(err << "\nrecords: before " << recs_before << ", most " << most_recs << ", after " << recs_after);
+  CHECK(err.empty());
+  CHECK(most_recs <= recs_before + 2);  // the node connected now (and the one just gone)
+  CHECK(recs_after == recs_before);
+  CHECK(pids_after == pids_before);
+  CHECK(number_reused);
+  CHECK(fresh_differs);
+  CHECK_FALSE(kept_describes);
+  CHECK_FALSE(kept_sends);
 }
