@@ -583,6 +583,63 @@ TEST_CASE("the member pids a pg peer sends count against its connection's remote
   CHECK(held_after == 0);
 }
 
+TEST_CASE("the pids a receiver maps from a peer's term, one by one after decoding it, count against max_remote_pids_per_connection") {
+  herd::test::log_to_file log("conn_limits_term_pids");
+  std::string err, refusal;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false, built_here_mapped = false;
+  uint32_t mapped = 0;
+  std::size_t recs_before = 0, recs_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("termcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("termcap_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    const std::string stem = "tpay" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "termcapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      if (!fake.reg_send_raw(1, "termcap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
+      std::optional<term> kept;
+      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+        if (auto t = m.term()) kept = *t;
+        else err = t.error().message();
+        return true;
+      }, herd::after(60s, [] { return false; }));
+      if (!in_time || !kept) return void(err = err.empty() ? "the message did not arrive" : err);
+      // The term outlives its message: its pids still name the connection.
+      for (const term& e : kept->elements()) {
+        auto p = herd::from_term<herd::pid>(e);
+        if (p) ++mapped;
+        else if (refusal.empty()) refusal = p.error().message();
+      }
+      closed = fake.closed_within(30s);
+      // A term built here names no connection: not charged (the sweeps bound it).
+      auto here = herd::from_term<herd::pid>(term::pid(herd::erl_pid{atom(stem + "here@nowhere"), 1, 0, 1}));
+      built_here_mapped = here && here->is_remote();
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(mapped == cap - 1);  // the frame's sender took one
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(closed);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(built_here_mapped);
+  CHECK(recs_after == recs_before);
+}
+
 TEST_CASE("2,000 short-lived nodes that connect and go leave the node record count at its baseline, and a kept pid names none of them") {
   std::string err;
   const std::size_t nodes = herd::test::scaled(2000, 200);
