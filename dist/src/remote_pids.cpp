@@ -72,8 +72,9 @@ struct table {
   std::size_t live HERD_GUARDED_BY(mu) = 0;
   // Sweeps also run when the table has grown this far since the last one
   // (not only when a connection ends): pids nobody charges (interned, or
-  // mapped from a term built here) of unconnected nodes would otherwise pile up
-  // while no connection ends. Doubling keeps the cost per entry constant.
+  // mapped from a term built here) of unconnected nodes would otherwise
+  // pile up while no connection ends. Doubling keeps the cost per entry
+  // constant.
   std::size_t sweep_at HERD_GUARDED_BY(mu) = sweep_step;
   std::atomic<bool> sweeping{false};
 };
@@ -112,9 +113,9 @@ uint32_t node_number_locked(table& t, std::string_view node) HERD_REQUIRES(t.mu)
 // A record nothing holds any more goes; its number is reused. No pid
 // handle can then name the next node to get the number: every entry naming
 // the record is gone, and a gone entry's slot is reused under a new
-// generation. (Charges name records by number and outlive them in
-// etf_message::origin and herd::term pids: intern_locked charges a free record nothing;
-// a reused one's new node is charged, within its own cap.)
+// generation. (A number can outlive its record in etf_message::origin and
+// in herd::term pids: intern_locked charges a free record nothing, and a
+// reused one's new node within that node's own cap.)
 void release_node_locked(table& t, uint32_t no) HERD_REQUIRES(t.mu) {
   node_rec& r = t.nodes[no - 1];
   if (r.pins != 0 || r.entries != 0 || r.name.empty() || r.pids_held.load(std::memory_order_relaxed) != 0) return;

@@ -695,3 +695,61 @@ TEST_CASE("2,000 short-lived nodes that connect and go leave the node record cou
   CHECK_FALSE(kept_describes);
   CHECK_FALSE(kept_sends);
 }
+
+namespace {
+
+// A herd::server whose handler maps the request's pids one by one from the
+// bare term it is given, as a user's handler does.
+struct pid_mapper : herd::server<pid_mapper> {
+  using calls = herd::types<herd::term>;
+  pid_mapper(std::atomic<int>* mapped, std::string* refusal) : mapped_(mapped), refusal_(refusal) {}
+  herd::term handle_call(const herd::term& req, const herd::from&) {
+    if (req.is_proper_list())
+      for (const term& e : req.elements()) {
+        auto p = herd::from_term<herd::pid>(e);
+        if (p) mapped_->fetch_add(1);
+        else if (refusal_->empty()) *refusal_ = p.error().message();
+      }
+    return atom("ok");
+  }
+  std::atomic<int>* mapped_;
+  std::string* refusal_;
+};
+
+}  // namespace
+
+TEST_CASE("the pids a herd::server's handler maps from a peer's '$gen_call' request count against max_remote_pids_per_connection") {
+  herd::test::log_to_file log("conn_limits_gen_call_request_pids");
+  std::string err, refusal;
+  std::atomic<int> mapped{0};
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("reqcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    auto s = herd::start_server<pid_mapper>(herd::spawn_options{.name = "reqcap_srv"}, &mapped, &refusal);
+    if (!herd::dist::export_server(s)) return void(err = "export_server refused a local pid");
+    fake_node fake(*me, "reqcapfake", cookie);
+    if (!fake.sock) return void(err = fake.err);
+    const std::string stem = "req" + std::to_string(::getpid()) + "_";
+    std::vector<term> pids;
+    for (uint32_t i = 0; i < count; ++i)
+      pids.push_back(term::pid(herd::erl_pid{atom(stem + std::to_string(i) + "@nowhere"), 1, 0, 1}));
+    herd::erl_pid sender{atom(fake.id.name), 1, 0, fake.id.creation};
+    term call = term::tuple({atom("$gen_call"),
+                             term::tuple({term::pid(sender), term::reference(herd::erl_ref{atom(fake.id.name), fake.id.creation, 3, {1, 2, 3}})}),
+                             term::list(std::move(pids))});
+    if (!fake.reg_send(1, "reqcap_srv", call)) return void(err = "send failed");
+    closed = fake.closed_within(30s);
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(mapped.load() == int(cap) - 1);  // the caller's pid took one
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+}
