@@ -464,6 +464,13 @@ void sweep_unconnected() noexcept {
 
 void run_connection(net::tcp_socket& s, const peer_info& peer, const std::shared_ptr<conn_counters>& c) {
   down_guard guard{peer.name};
+  // The node's record (its number, atom share and pid cap) lives while
+  // this connection runs; after the sweep below it goes unless entries
+  // still name it or are charged to it (remote_pids.hpp).
+  struct record_pin {
+    uint32_t no;
+    ~record_pin() { unpin_node(no); }
+  } pin{pin_node(peer.name)};
   guard.why = link_loop(s, peer, c).run();
   forget_gen_calls(peer.name);
   log("connection to " + peer.name + " ended: " + guard.why);

@@ -432,6 +432,7 @@ herd::term_result<herd::term> etf_message::term(const herd::decode_options& o) c
   herd::detail::atom_budget* b = origin ? node_atom_budget(origin) : nullptr;
   herd::term_result<herd::term> t = [&] {
     herd::detail::atom_charge_scope charge(b);
+    herd::detail::pid_origin_scope pids(origin);  // mapped later, its pids charge `origin`
     return herd::binary_to_term(bytes, o);
   }();
   // The first decode that finds the sender's share spent closes its
@@ -482,12 +483,23 @@ bool term_mapping<herd::pid>::from(const term& t, herd::pid& out, std::string& w
     out = herd::pid{e.id, e.serial};
     return true;
   }
-  out = dist::intern(dist::remote_pid{std::string(e.node.text()), e.id, e.serial, e.creation});
-  if (!out.valid() && dist::detail::pid_charge_of_thread() && dist::detail::charge_refused()) {
-    why = "the sender's remote pids are past dist_options::max_remote_pids_per_connection: " + to_string(t);
-    return false;
+  // A pid decoded from a peer's message charges that connection (it came
+  // by it), even from a bare term: without a scope open (etf_message::as)
+  // it opens its own, and closes the connection itself on a refusal.
+  const uint32_t scoped = dist::detail::pid_charge_of_thread(), carried = detail::pid_origin_of(t);
+  const uint32_t charge = carried ? carried : scoped;
+  bool refused;
+  {
+    dist::detail::pid_charge_scope scope(charge);
+    out = dist::intern(dist::remote_pid{std::string(e.node.text()), e.id, e.serial, e.creation});
+    refused = !out.valid() && charge && dist::detail::charge_refused();
   }
-  return true;
+  if (!refused) return true;
+  why = "the sender's remote pids are past dist_options::max_remote_pids_per_connection: " + to_string(t);
+  // Within as<T>() its pids_refused() closes the connection, after the
+  // scope (a send may switch fibers).
+  if (!scoped) dist::detail::close_if_pids_spent(charge);
+  return false;
 }
 
 }  // namespace herd

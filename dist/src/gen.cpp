@@ -87,6 +87,7 @@ bool deliver_gen(herd::pid to, herd::pid from, std::string_view payload, const s
   auto t = [&] {
     // New atoms in a request come out of the connection's share.
     herd::detail::atom_charge_scope charge(node_atom_budget(origin));
+    herd::detail::pid_origin_scope pids(origin);  // a handler mapping the request's pids charges the connection
     return binary_to_term(payload);
   }();
   if (!t || !t->is_tuple() || t->size() < 2) return false;

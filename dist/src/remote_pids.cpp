@@ -35,12 +35,13 @@ struct entry {
 struct node_rec {
   explicit node_rec(std::string n) : name(std::move(n)) {}
   std::string name;  // empty: a free record (in table::free_nodes)
-  // Pinned by node_number() (a connection to the node, or code that keeps
-  // the number: etf_message::origin): kept for the OS process's life. An
-  // unpinned record exists only for its entries (a node named in pids) and
-  // goes with the last of them, so a peer naming ever new nodes does not
-  // grow the table. Both under the table's lock.
-  bool pinned = false;
+  // The connections to the node that hold it (pin_node; more than one
+  // while a new one takes over). A record exists for its connections, its
+  // live entries and the live entries charged to it, and goes with the
+  // last of them (release_node_locked): neither a peer naming ever new
+  // nodes in pids nor a churn of short-lived nodes grows the table. Both
+  // under the table's lock.
+  uint32_t pins = 0;
   uint32_t entries = 0;  // live entries naming it
   mutable herd::detail::atom_budget atoms;  // atomics: charged under no lock of this table
   // Entries charged to its connections (changed under the table's lock,
@@ -70,9 +71,10 @@ struct table {
   std::atomic<uint64_t> epoch{1};
   std::size_t live HERD_GUARDED_BY(mu) = 0;
   // Sweeps also run when the table has grown this far since the last one
-  // (not only when a connection ends): pids nobody charges (mapped from a
-  // bare herd::term, intern) of unconnected nodes would otherwise pile up
-  // while no connection ends. Doubling keeps the cost per entry constant.
+  // (not only when a connection ends): pids nobody charges (interned, or
+  // mapped from a term built here) of unconnected nodes would otherwise
+  // pile up while no connection ends. Doubling keeps the cost per entry
+  // constant.
   std::size_t sweep_at HERD_GUARDED_BY(mu) = sweep_step;
   std::atomic<bool> sweeping{false};
 };
@@ -82,12 +84,9 @@ table& the_table() {
   return *t;
 }
 
-uint32_t node_number_locked(table& t, std::string_view node, bool pin) HERD_REQUIRES(t.mu) {
+uint32_t node_number_locked(table& t, std::string_view node) HERD_REQUIRES(t.mu) {
   auto n = t.node_numbers.find(node);
-  if (n != t.node_numbers.end()) {
-    if (pin) t.nodes[n->second - 1].pinned = true;
-    return n->second;
-  }
+  if (n != t.node_numbers.end()) return n->second;
   uint32_t no;
   if (!t.free_nodes.empty()) {
     no = t.free_nodes.back();
@@ -95,8 +94,11 @@ uint32_t node_number_locked(table& t, std::string_view node, bool pin) HERD_REQU
     node_rec& r = t.nodes[no - 1];
     r.name = std::string(node);
     r.entries = 0;
-    // Never charged nor given a budget while unpinned: nothing to carry over.
-    r.atoms.reset(0);
+    r.pins = 0;
+    // A new node: nothing of the record's last one carries over (pids_held
+    // is 0: the record went with the last entry charged to it). The atom
+    // budget does: an old message of the last node still decodes against
+    // what its share had left, until a connection to the new node resets it.
     r.pids_cap.store(0, std::memory_order_relaxed);
     r.pids_spent.store(false, std::memory_order_relaxed);
     r.pids_told.store(false, std::memory_order_relaxed);
@@ -104,15 +106,19 @@ uint32_t node_number_locked(table& t, std::string_view node, bool pin) HERD_REQU
     t.nodes.emplace_back(std::string(node));
     no = uint32_t(t.nodes.size());
   }
-  t.nodes[no - 1].pinned = pin;
   t.node_numbers.emplace(std::string(node), no);
   return no;
 }
 
-// An unpinned record nothing names any more goes; its number is reused.
+// A record nothing holds any more goes; its number is reused. No pid
+// handle can then name the next node to get the number: every entry naming
+// the record is gone, and a gone entry's slot is reused under a new
+// generation. (A number can outlive its record in etf_message::origin and
+// in herd::term pids: intern_locked charges a free record nothing, and a
+// reused one's new node within that node's own cap.)
 void release_node_locked(table& t, uint32_t no) HERD_REQUIRES(t.mu) {
   node_rec& r = t.nodes[no - 1];
-  if (r.pinned || r.entries != 0 || r.name.empty()) return;
+  if (r.pins != 0 || r.entries != 0 || r.name.empty() || r.pids_held.load(std::memory_order_relaxed) != 0) return;
   t.node_numbers.erase(r.name);
   std::string().swap(r.name);
   t.free_nodes.push_back(no);
@@ -175,10 +181,12 @@ herd::pid intern_remote(const remote_pid& r) {
 namespace {
 
 herd::pid intern_locked(table& t, const remote_pid& r, bool& sweep) HERD_REQUIRES(t.mu) {
-  uint32_t no = node_number_locked(t, r.node, false);
+  uint32_t no = node_number_locked(t, r.node);
   auto [it, fresh] = t.by_key.try_emplace({no, r.id, r.serial, r.creation}, 0);
   uint32_t charge = tls_pid_charge;
-  if (fresh && charge >= 1 && charge <= t.nodes.size()) {
+  // A charge may name a record that went since (an old message's origin):
+  // a free record is charged nothing, as it could not be released again.
+  if (fresh && charge >= 1 && charge <= t.nodes.size() && !t.nodes[charge - 1].name.empty()) {
     const node_rec& payer = t.nodes[charge - 1];
     uint32_t cap = payer.pids_cap.load(std::memory_order_relaxed);
     if (cap && payer.pids_held.load(std::memory_order_relaxed) >= cap) {
@@ -241,12 +249,26 @@ std::string format_remote(herd::pid p) {
 uint32_t node_number(std::string_view node) {
   if (node.empty()) return 0;
   table& t = the_table();
-  {
-    rt::shared_lock g(t.mu);
-    if (auto n = t.node_numbers.find(node); n != t.node_numbers.end() && t.nodes[n->second - 1].pinned) return n->second;
-  }
+  rt::shared_lock g(t.mu);
+  auto n = t.node_numbers.find(node);
+  return n == t.node_numbers.end() ? 0 : n->second;
+}
+
+uint32_t pin_node(std::string_view node) {
+  if (node.empty()) return 0;
+  table& t = the_table();
   rt::lock_guard g(t.mu);
-  return node_number_locked(t, node, true);
+  uint32_t no = node_number_locked(t, node);
+  ++t.nodes[no - 1].pins;
+  return no;
+}
+
+void unpin_node(uint32_t node_no) noexcept {
+  table& t = the_table();
+  rt::lock_guard g(t.mu);
+  if (node_no < 1 || node_no > t.nodes.size() || t.nodes[node_no - 1].pins == 0) return;
+  --t.nodes[node_no - 1].pins;
+  release_node_locked(t, node_no);
 }
 
 herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept {
@@ -318,10 +340,11 @@ std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::str
       continue;
     }
     e.live = false;
-    if (e.charged_to) t.nodes[e.charged_to - 1].pids_held.fetch_sub(1, std::memory_order_relaxed);
-    e.charged_to = 0;
+    const uint32_t payer = std::exchange(e.charged_to, 0);
+    if (payer) t.nodes[payer - 1].pids_held.fetch_sub(1, std::memory_order_relaxed);
     --t.nodes[no - 1].entries;
     release_node_locked(t, no);
+    if (payer && payer != no) release_node_locked(t, payer);
     // A slot whose generation would wrap is retired: an old pid must never
     // name a new process.
     if (e.gen != UINT32_MAX) {

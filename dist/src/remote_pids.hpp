@@ -6,11 +6,11 @@
 // them unused since the previous sweep; a slot is then reused under the next
 // generation, so a pid kept past its entry names nobody (a send to it is
 // dropped, describe() says nullopt) and never another process. Node names
-// get small numbers (<N.id.serial>, etf_message::origin): a node that had a
-// connection (node_number()) keeps its record, with its atom budget
-// (term_node.hpp), for the OS process's life; a node only named in pids has
-// one while any of its entries lives, and its number is then reused. Any
-// thread; a shared lock guards lookups.
+// get small numbers (<N.id.serial>, etf_message::origin) in records, with
+// the connection's atom budget (term_node.hpp) and pid cap; a record lives
+// while a connection to its node runs (pin_node), a live entry names the
+// node or one is charged to it, and its number is then reused. Any thread;
+// a shared lock guards lookups.
 #pragma once
 #include <herd/actors/message.hpp>
 #include <herd/dist/node.hpp>
@@ -33,10 +33,15 @@ void install_remote_hooks();
 // The send hook (dist.cpp): a herd::dist::etf to a remote pid.
 bool hook_deliver(herd::pid to, herd::detail::message* m) noexcept;
 
-// The node's number here (made on first use, and kept from then on; 0 for
-// an empty name), and the atom budget of the connection to it (never freed;
-// nullptr for 0 or an unknown number).
+// The node's number here while it has a record (0: none, or an empty
+// name). A connection holds its node's record from pin_node (which makes
+// it) to unpin_node; the record then goes with the last entry naming the
+// node or charged to it.
 uint32_t node_number(std::string_view node);
+uint32_t pin_node(std::string_view node);
+void unpin_node(uint32_t node_no) noexcept;
+// The atom budget of the connection to the node (its record's: never freed,
+// reused with the number; nullptr for 0 or an unknown number).
 herd::detail::atom_budget* node_atom_budget(uint32_t node_no) noexcept;
 std::string node_name_of(uint32_t node_no);
 
@@ -83,7 +88,8 @@ std::size_t sweep_remote_pids(std::string_view ended, const std::vector<std::str
 void sweep_unconnected() noexcept;
 // Live entries (for tests and the observer).
 std::size_t remote_pid_count();
-// Node records held (pinned ones and those some live entry names).
+// Node records held (those of connections, and those a live entry names
+// or is charged to).
 std::size_t node_record_count();
 
 }  // namespace herd::dist::detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace herd {
 
@@ -211,9 +212,21 @@ term term::string(std::string_view utf8) {
   return list(std::move(cps));
 }
 
+namespace detail {
+namespace {
+thread_local uint32_t tls_pid_origin = 0;
+}
+pid_origin_scope::pid_origin_scope(uint32_t origin) noexcept : prev_(std::exchange(tls_pid_origin, origin)) {}
+pid_origin_scope::~pid_origin_scope() { tls_pid_origin = prev_; }
+uint32_t pid_origin_of(const term& t) noexcept {
+  return t.is_pid() ? term_access::as<pid_node>(t).origin : 0;
+}
+}  // namespace detail
+
 term term::pid(const erl_pid& p) {
   auto* n = new detail::pid_node;
   n->v = p;
+  n->origin = detail::tls_pid_origin;
   return term_access::adopt(rep::pid, n);
 }
 term term::port(const erl_port& p) {

@@ -39,6 +39,10 @@ struct bits_node : term_node {
 };
 struct pid_node : term_node {
   erl_pid v;
+  // The node number (herd::dist's) of the connection whose message the pid
+  // was decoded from (pid_origin_scope; 0: none): mapping it to a herd::pid
+  // later, from the bare term, charges that connection's remote pid cap.
+  uint32_t origin = 0;
 };
 struct port_node : term_node {
   erl_port v;
@@ -112,5 +116,21 @@ class atom_charge_scope {
  private:
   atom_budget* prev_;
 };
+
+// While open on a thread, the pids term::pid makes there carry `origin`
+// (pid_node::origin): herd::dist opens one around the decoding of a peer's
+// message. Decoding does not suspend: a thread-local.
+class pid_origin_scope {
+ public:
+  explicit pid_origin_scope(uint32_t origin) noexcept;
+  ~pid_origin_scope();
+  pid_origin_scope(const pid_origin_scope&) = delete;
+  pid_origin_scope& operator=(const pid_origin_scope&) = delete;
+
+ private:
+  uint32_t prev_;
+};
+// The origin a pid term carries (0: none, or not a pid).
+uint32_t pid_origin_of(const term& t) noexcept;
 
 }  // namespace herd::detail

@@ -416,7 +416,7 @@ TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records
   CHECK(mapped == names);
   CHECK(recs_with >= recs_before + names);
   CHECK(held_with >= names);  // as<T>() charged them to the connection
-  CHECK(recs_after == recs_before + 1);  // the fake node's own, kept as a node this one was connected to
+  CHECK(recs_after == recs_before);  // the fake node's own went too: nothing names it any more
   CHECK(pids_after == pids_before);
   CHECK(held_after == 0);
 }
@@ -464,7 +464,7 @@ TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a
   CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
   CHECK(closed);
   CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
-  CHECK(recs_after == recs_before + 1);  // the refused pids' nodes left no record either
+  CHECK(recs_after == recs_before);  // neither the refused pids' nodes nor the fake node left a record
   CHECK(held_after == 0);
 }
 
@@ -581,4 +581,175 @@ TEST_CASE("the member pids a pg peer sends count against its connection's remote
   CHECK(most_members == cap - 1);  // the sender took one; the rest past the cap were skipped
   CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
   CHECK(held_after == 0);
+}
+
+TEST_CASE("the pids a receiver maps from a peer's term, one by one after decoding it, count against max_remote_pids_per_connection") {
+  herd::test::log_to_file log("conn_limits_term_pids");
+  std::string err, refusal;
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false, built_here_mapped = false;
+  uint32_t mapped = 0;
+  std::size_t recs_before = 0, recs_after = 1;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("termcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    herd::register_name("termcap_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    const std::string stem = "tpay" + std::to_string(::getpid()) + "_";
+    std::string fake_name;
+    {
+      fake_node fake(*me, "termcapfake", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      fake_name = fake.id.name;
+      if (!fake.reg_send_raw(1, "termcap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
+      std::optional<term> kept;
+      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
+        if (auto t = m.term()) kept = *t;
+        else err = t.error().message();
+        return true;
+      }, herd::after(60s, [] { return false; }));
+      if (!in_time || !kept) return void(err = err.empty() ? "the message did not arrive" : err);
+      // The term outlives its message: its pids still name the connection.
+      for (const term& e : kept->elements()) {
+        auto p = herd::from_term<herd::pid>(e);
+        if (p) ++mapped;
+        else if (refusal.empty()) refusal = p.error().message();
+      }
+      closed = fake.closed_within(30s);
+      // A term built here names no connection: not charged (the sweeps bound it).
+      auto here = herd::from_term<herd::pid>(term::pid(herd::erl_pid{atom(stem + "here@nowhere"), 1, 0, 1}));
+      built_here_mapped = here && here->is_remote();
+    }
+    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
+      return void(err = "the connection did not end");
+    sweep_twice();
+    recs_after = dd::node_record_count();
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(mapped == cap - 1);  // the frame's sender took one
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(closed);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
+  CHECK(built_here_mapped);
+  CHECK(recs_after == recs_before);
+}
+
+TEST_CASE("2,000 short-lived nodes that connect and go leave the node record count at its baseline, and a kept pid names none of them") {
+  std::string err;
+  const std::size_t nodes = herd::test::scaled(2000, 200);
+  std::size_t recs_before = 0, most_recs = 0, recs_after = 1, pids_before = 0, pids_after = 1;
+  bool number_reused = false, kept_describes = true, kept_sends = true, fresh_differs = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts("churn"));
+    if (!me) return void(err = me.error().message());
+    herd::register_name("churn_sink", herd::self());
+    sweep_twice();
+    recs_before = dd::node_record_count();
+    pids_before = dd::remote_pid_count();
+    herd::pid kept;
+    uint32_t first_no = 0;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      fake_node f(*me, "churn", cookie);
+      if (!f.sock) return void(err = "node " + std::to_string(i) + ": " + f.err);
+      const std::string name = f.id.name;
+      if (!herd::test::eventually([&] { return row_of(name).has_value() && row_of(name)->up; }, 30s))
+        return void(err = name + " is not up");
+      if (i == 0) {
+        // A pid of the first node, kept by user code past its connection.
+        if (!f.reg_send(1, "churn_sink", term(1))) return void(err = f.err);
+        if (!herd::receive([&](herd::dist::etf_message& m) { kept = m.from; return true; },
+                           herd::after(30s, [] { return false; })))
+          return void(err = "the first node's message did not arrive");
+        first_no = dd::node_number(name);
+      } else if (i == 1) {
+        // The first node's record went with its connection: its number is this node's now.
+        number_reused = dd::node_number(name) == first_no;
+        fresh_differs = herd::dist::intern(herd::dist::remote_pid{name, 1, 0, f.id.creation}) != kept;
+        kept_describes = herd::dist::describe(kept).has_value();
+        kept_sends = herd::dist::send(kept, herd::term_to_binary(term(2)));
+      }
+      most_recs = std::max(most_recs, dd::node_record_count());
+      f.sock->close();
+      if (!herd::test::eventually([&] { return row_of(name) == std::nullopt; }, 30s))
+        return void(err = "the connection to " + name + " did not end");
+    }
+    herd::test::eventually([&] { return dd::node_record_count() == recs_before; }, 10s);
+    recs_after = dd::node_record_count();
+    sweep_twice();
+    pids_after = dd::remote_pid_count();
+    herd::dist::stop();
+  });
+  INFO(err << "\nrecords: before " << recs_before << ", most " << most_recs << ", after " << recs_after);
+  CHECK(err.empty());
+  CHECK(most_recs <= recs_before + 2);  // the node connected now (and the one just gone)
+  CHECK(recs_after == recs_before);
+  CHECK(pids_after == pids_before);
+  CHECK(number_reused);
+  CHECK(fresh_differs);
+  CHECK_FALSE(kept_describes);
+  CHECK_FALSE(kept_sends);
+}
+
+namespace {
+
+// A herd::server whose handler maps the request's pids one by one from the
+// bare term it is given, as a user's handler does.
+struct pid_mapper : herd::server<pid_mapper> {
+  using calls = herd::types<herd::term>;
+  pid_mapper(std::atomic<int>* mapped, std::string* refusal) : mapped_(mapped), refusal_(refusal) {}
+  herd::term handle_call(const herd::term& req, const herd::from&) {
+    if (req.is_proper_list())
+      for (const term& e : req.elements()) {
+        auto p = herd::from_term<herd::pid>(e);
+        if (p) mapped_->fetch_add(1);
+        else if (refusal_->empty()) *refusal_ = p.error().message();
+      }
+    return atom("ok");
+  }
+  std::atomic<int>* mapped_;
+  std::string* refusal_;
+};
+
+}  // namespace
+
+TEST_CASE("the pids a herd::server's handler maps from a peer's '$gen_call' request count against max_remote_pids_per_connection") {
+  herd::test::log_to_file log("conn_limits_gen_call_request_pids");
+  std::string err, refusal;
+  std::atomic<int> mapped{0};
+  constexpr uint32_t cap = 50, count = 100;
+  bool closed = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto o = dist_opts("reqcap");
+    o.max_remote_pids_per_connection = cap;
+    auto me = herd::dist::start(o);
+    if (!me) return void(err = me.error().message());
+    auto s = herd::start_server<pid_mapper>(herd::spawn_options{.name = "reqcap_srv"}, &mapped, &refusal);
+    if (!herd::dist::export_server(s)) return void(err = "export_server refused a local pid");
+    fake_node fake(*me, "reqcapfake", cookie);
+    if (!fake.sock) return void(err = fake.err);
+    const std::string stem = "req" + std::to_string(::getpid()) + "_";
+    std::vector<term> pids;
+    for (uint32_t i = 0; i < count; ++i)
+      pids.push_back(term::pid(herd::erl_pid{atom(stem + std::to_string(i) + "@nowhere"), 1, 0, 1}));
+    herd::erl_pid sender{atom(fake.id.name), 1, 0, fake.id.creation};
+    term call = term::tuple({atom("$gen_call"),
+                             term::tuple({term::pid(sender), term::reference(herd::erl_ref{atom(fake.id.name), fake.id.creation, 3, {1, 2, 3}})}),
+                             term::list(std::move(pids))});
+    if (!fake.reg_send(1, "reqcap_srv", call)) return void(err = "send failed");
+    closed = fake.closed_within(30s);
+    herd::dist::stop();
+  });
+  std::string logged = log.text();
+  INFO(err << "\nrefusal: " << refusal << "\nlog: " << logged);
+  CHECK(err.empty());
+  CHECK(closed);
+  CHECK(mapped.load() == int(cap) - 1);  // the caller's pid took one
+  CHECK(refusal.find("max_remote_pids_per_connection") != std::string::npos);
+  CHECK(logged.find("remote pids (dist_options::max_remote_pids_per_connection)") != std::string::npos);
 }
