@@ -37,8 +37,7 @@ void usage(std::FILE* to, const char* prog, const std::vector<std::string_view>&
   std::fprintf(to,
                "usage: %s --port P [--bind ADDR] [--workers N] [--acceptors N]\n"
                "       [--max-connections N|infinity]%s\n"
-               "      %s [--observer PATH] [--metrics 127.0.0.1:PORT] [--busy-wait-us US]\n"
-               "       [--no-adaptive-spin]\n",
+               "      %s [--observer PATH] [--metrics 127.0.0.1:PORT] [--busy-wait-us US]\n",
                prog, opt("--idle-hibernate-ms", " [--idle-hibernate-ms MS]"),
                opt("--first-data-timeout-ms", " [--first-data-timeout-ms MS]"));
 }
@@ -137,8 +136,6 @@ std::optional<std::string> try_parse_server_options(int argc, char** argv, serve
       o.idle_hibernate = std::chrono::milliseconds(number<long>(a, value(), 0, 86'400'000));
     } else if (a == "--busy-wait-us") {
       o.busy_wait = std::chrono::microseconds(number<long>(a, value(), 0, herd::rt::max_busy_wait.count()));
-    } else if (a == "--no-adaptive-spin") {
-      o.adaptive_busy_wait = false;
     } else if (a == "--first-data-timeout-ms") {
       o.first_data_timeout = std::chrono::milliseconds(number<long>(a, value(), 0, 86'400'000));
     } else {
@@ -175,7 +172,6 @@ int server_main(const char* prog, const server_options& o, net::connection_handl
   herd::node_options no;
   if (o.workers) no.workers = o.workers;
   no.busy_wait = o.busy_wait;
-  no.adaptive_busy_wait = o.adaptive_busy_wait;
   check_fd_limit(prog, o, no.max_actors);
   // Signals go to one waiting thread: blocked everywhere else, workers included
   // (they inherit this mask).

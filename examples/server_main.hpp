@@ -6,7 +6,7 @@
 // Options: --port P (required; 0 picks a free port) [--bind ADDR]
 // [--workers N] [--acceptors N] [--max-connections N|infinity]
 // [--idle-hibernate-ms MS] [--first-data-timeout-ms MS] [--observer PATH]
-// [--metrics 127.0.0.1:PORT] [--busy-wait-us US] [--no-adaptive-spin].
+// [--metrics 127.0.0.1:PORT] [--busy-wait-us US].
 // Bad options (an empty --bind, an option given twice): a message and exit
 // 2. --help (-h): the usage on stdout, exit 0.
 // SIGHUP: on_hangup if the server has one (hot_swap_server reloads), else
@@ -41,11 +41,9 @@ struct server_options {
   std::chrono::milliseconds first_data_timeout{0};
   std::string observer;  // the observer's socket path (docs/observer-protocol.md); empty: none
   std::string metrics;   // the observer's Prometheus endpoint, loopback only; needs --observer
-  // node_options::busy_wait (0..10000 us): idle workers spin this long before
-  // they sleep, every time. 0 (the default): the adaptive spin, which spins
-  // only while idle gaps are short; --no-adaptive-spin turns that off too.
+  // node_options::busy_wait (0..10000 us): idle workers spin before they
+  // sleep. Off by default: it spends the idle gaps' CPU (docs/distribution.md).
   std::chrono::microseconds busy_wait{0};
-  bool adaptive_busy_wait = true;
 };
 
 // Parses argv; exits 2 with a message on a bad option, 0 after printing the

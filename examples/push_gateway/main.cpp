@@ -7,7 +7,6 @@
 //                [--max-message-bytes N] [--max-connections N|infinity]
 //                [--observer PATH] [--metrics 127.0.0.1:PORT]
 //                [--acceptors N] [--idle-hibernate-ms MS] [--busy-wait-us US]
-//                [--no-adaptive-spin]
 //
 // The command line, "listening on ADDR:PORT", the observer and the drain
 // are examples/server_main's. --max-connections limits WebSocket
@@ -34,7 +33,7 @@ void usage(std::FILE* to) {
                "usage: %s --port P [--bind ADDR] [--workers N] [--ping-interval-ms MS]\n"
                "       [--max-message-bytes N] [--max-connections N|infinity]\n"
                "       [--observer PATH] [--metrics 127.0.0.1:PORT] [--acceptors N] [--idle-hibernate-ms MS]\n"
-               "       [--busy-wait-us US] [--no-adaptive-spin]\n",
+               "       [--busy-wait-us US]\n",
                prog);
 }
 

@@ -1,4 +1,4 @@
-// actorbench WORKLOAD ARGS... [--workers N] [--hibernate] [--busy-wait-us US] [--no-adaptive-spin]
+// actorbench WORKLOAD ARGS... [--workers N] [--hibernate] [--busy-wait-us US]
 // Prints one `RESULT impl=herd workload=<w> key=value ...` line per result.
 // The RSS and page-fault baseline is taken before the node is constructed,
 // and a `node_start` line reports what starting the node cost with 0 actors.
@@ -19,7 +19,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "actorbench: %s\n"
-               "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate] [--busy-wait-us US] [--no-adaptive-spin]\n"
+               "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate] [--busy-wait-us US]\n"
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
                "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS |\n"
                "  forkjoin_monitor N | links N | monitors N | deferred_calls N |\n"
@@ -55,14 +55,11 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc || !parse_u64(argv[++i], w) || w == 0 || w > 256) return usage("bad --workers");
       c.workers = static_cast<unsigned>(w);
     } else if (a == "--busy-wait-us") {
-      // node_options::busy_wait (BEAM's +sbwt): a fixed spin; 0 (the
-      // default) leaves the adaptive one (--no-adaptive-spin: none).
+      // node_options::busy_wait (BEAM's +sbwt): off unless given.
       uint64_t us;
       if (i + 1 >= argc || !parse_u64(argv[++i], us) || us > uint64_t(herd::rt::max_busy_wait.count()))
         return usage(("bad --busy-wait-us (0.." + std::to_string(herd::rt::max_busy_wait.count()) + ")").c_str());
       c.busy_wait_us = us;
-    } else if (a == "--no-adaptive-spin") {
-      c.adaptive_spin = false;
     } else if (a == "--hibernate") {
       c.hibernate = true;
     } else {
@@ -92,8 +89,7 @@ int main(int argc, char** argv) {
   if (holds_n && c.args[0] + 1024 > max_actors) max_actors = c.args[0] + 1024;
 
   actorbench::proc_stats base = actorbench::read_proc_stats();
-  herd::node n({.workers = c.workers, .max_actors = max_actors, .busy_wait = std::chrono::microseconds(c.busy_wait_us),
-                .adaptive_busy_wait = c.adaptive_spin});
+  herd::node n({.workers = c.workers, .max_actors = max_actors, .busy_wait = std::chrono::microseconds(c.busy_wait_us)});
   herd::exit_reason r = n.run([&] {
     actorbench::proc_stats started = actorbench::read_proc_stats();
     std::printf("RESULT impl=herd workload=node_start %s max_actors=%zu rss_base_kb=%llu rss_started_kb=%llu "

@@ -214,7 +214,6 @@ void fanin(const config& c) {
 std::string common_keys(const config& c) {
   std::string k = "workers=" + std::to_string(c.workers);
   if (c.busy_wait_us) k += " busy_wait_us=" + std::to_string(c.busy_wait_us);
-  if (!c.adaptive_spin) k += " adaptive_spin=0";
   return k;
 }
 

@@ -13,7 +13,6 @@ struct config {
   unsigned workers = 2;
   bool hibernate = false;
   uint64_t busy_wait_us = 0;  // node_options::busy_wait
-  bool adaptive_spin = true;  // node_options::adaptive_busy_wait
 };
 
 // Runs in the root process.
