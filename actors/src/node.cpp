@@ -115,8 +115,7 @@ struct node::impl {
                                     .blocking_threads = o.blocking_threads,
                                     .reduction_budget = o.reduction_budget,
                                     .quiet = o.quiet,
-                                    .busy_wait = o.busy_wait,
-                                    .adaptive_busy_wait = o.adaptive_busy_wait}),
+                                    .busy_wait = o.busy_wait}),
         state(o, runtime.workers()) {}
   node_options opts;
   rt::runtime runtime;

@@ -44,7 +44,6 @@ runtime_options normalized(runtime_options o) {
     throw std::invalid_argument("herd: busy_wait must be from 0 to " + std::to_string(max_busy_wait.count()) +
                                 " us, not " + std::to_string(o.busy_wait.count()) + " us");
   if (o.deterministic) o.busy_wait = std::chrono::microseconds{0};
-  if (o.deterministic) o.adaptive_busy_wait = false;
   if (o.deterministic) o.workers = 1;
   if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
   if (o.stack_size == 0) o.stack_size = 64 * 1024;

@@ -46,10 +46,4 @@ inline constexpr uint32_t poll_room_margin = 16;
 // of about a microsecond; polling it back to back would be most of the spin),
 // steals, and fires its due timers.
 inline constexpr uint64_t spin_poll_every_ns = 2000;
-
-// The adaptive busy wait (runtime_options::adaptive_busy_wait) spins while at
-// least this share, out of 256, of a worker's recent idle gaps were shorter
-// than max_adaptive_busy_wait: then most spins find work, and each saves a
-// futex sleep and wake-up. Below it most spins would be CPU for nothing.
-inline constexpr uint32_t adaptive_spin_short_share = 128;
 }  // namespace herd::rt::tuning

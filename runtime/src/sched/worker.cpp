@@ -148,35 +148,24 @@ void worker::thread_main() {
   install_thread_altstack();
   next_maint_tsc_ = clock_impl::tsc() + clock_impl::tsc_per_ms();
   spin_tsc_ = static_cast<uint64_t>(rt.opts.busy_wait.count()) * clock_impl::tsc_per_ms() / 1000;
-  if (!spin_tsc_ && rt.opts.adaptive_busy_wait)
-    adaptive_ = adaptive_spin(static_cast<uint64_t>(max_adaptive_busy_wait.count()) * clock_impl::tsc_per_ms() / 1000);
   for (;;) {
     fiber* f = next_local();
     if (!f) f = next_remote();
-    if (!f) {
-      if (rt.stopping.load(std::memory_order_acquire)) break;
-      if (adaptive_.enabled() && !dry_tsc_) dry_tsc_ = clock_impl::tsc();
-      // Only a searcher spins (worker_park.cpp): fixed or adaptive.
-      uint64_t budget = spin_tsc_ ? spin_tsc_ : adaptive_.budget();
-      if (budget && searching_) {
-        f = spin(budget);
-        // A spin that found nothing counts as a long gap at once: a worker
-        // woken again and again for work another takes would otherwise keep
-        // spinning for nothing without ever ending a gap.
-        if (!f && !spin_tsc_) adaptive_.gap(budget);
-      }
-      if (!f) {
-        if (rt.stopping.load(std::memory_order_acquire)) break;
-        park();
+    if (f) {
+      if (searching_) end_search();
+      run(f);
+      continue;
+    }
+    if (rt.stopping.load(std::memory_order_acquire)) break;
+    if (spin_tsc_ && searching_) {
+      if (fiber* g = spin()) {
+        if (searching_) end_search();
+        run(g);
         continue;
       }
+      if (rt.stopping.load(std::memory_order_acquire)) break;
     }
-    if (dry_tsc_) {
-      adaptive_.gap(clock_impl::tsc() - dry_tsc_);
-      dry_tsc_ = 0;
-    }
-    if (searching_) end_search();
-    run(f);
+    park();
   }
   remove_thread_altstack();
   tl_worker = nullptr;

@@ -6,7 +6,6 @@
 #include "context/stack_pool.hpp"
 #include "sched/local_queue.hpp"
 #include "sched/parker.hpp"
-#include "sched/adaptive_spin.hpp"
 #include "sched/tuning.hpp"
 #include "time/timer_service.hpp"
 
@@ -52,7 +51,7 @@ class worker {
   std::atomic<uint64_t> steals{0};
   std::atomic<uint64_t> stolen{0};
   std::atomic<uint64_t> parks{0};
-  std::atomic<uint64_t> spins{0};  // busy waits begun (fixed or adaptive)
+  std::atomic<uint64_t> spins{0};  // busy waits begun (runtime_options::busy_wait)
   std::atomic<uint64_t> parked_tsc{0};  // time spent parked
   std::atomic<uint64_t> parked_since_tsc{0};  // when the current park began; 0: not parked
   // The fiber being run (relaxed; the monitor reads it), and whether the
@@ -89,7 +88,7 @@ class worker {
   static fiber* pick_direct(switch_side* side, fiber* leaving, suspend_reason why);
   static void after_direct(switch_side* side, fiber* left, suspend_reason why);
   void maintenance(uint64_t now_tsc);
-  fiber* spin(uint64_t budget_tsc);
+  fiber* spin();
   void park();
   bool work_pending_anywhere() const;
   void fire_timers(uint64_t now_ms);
@@ -102,9 +101,7 @@ class worker {
   uint32_t maint_countdown_ = tuning::maintenance_every;    // picks until maintenance
   uint32_t clock_countdown_ = tuning::clock_read_every;     // picks until the TSC is read
   uint64_t next_maint_tsc_ = 0;
-  uint64_t spin_tsc_ = 0;  // runtime_options::busy_wait in TSC ticks; 0: adaptive or none
-  adaptive_spin adaptive_;  // runtime_options::adaptive_busy_wait (adaptive_spin.hpp)
-  uint64_t dry_tsc_ = 0;    // when this worker ran dry, for adaptive_; 0: not dry
+  uint64_t spin_tsc_ = 0;  // runtime_options::busy_wait in TSC ticks; 0: park at once
   bool searching_ = false;
   // While park() dispatches I/O readiness (the worker is still counted as
   // parked): wake-ups it queues are counted, not announced; after waking it

@@ -15,20 +15,10 @@
 // in epoll_wait if it can take the poller token, else on its futex. There is
 // no periodic tick; an idle node sleeps.
 //
-// Busy wait (runtime_options::busy_wait, BEAM's +sbwt): a worker that ran
-// dry and is a searcher looks for work for up to that long before it parks —
-// a request/reply peer's next message then costs no kernel wake-up (issue
-// 18). By default (busy_wait 0, adaptive_busy_wait on) the spin is adaptive:
-// each worker keeps a moving average of how many of its idle gaps (ran dry ->
-// found work, spin or park included) were shorter than
-// max_adaptive_busy_wait, and spins that long only while at least half were
-// (adaptive_spin.hpp).
-// A spawn storm or a cross-worker fan-out, where the other worker's next push
-// comes within microseconds, then costs no park, no notify (the idle word's
-// mutex twice, a futex wake) and no sleep per push: 1M spawns blocking in
-// call spent 70% of their user time there (issue 20). A node serving sparse
-// requests sees long gaps and parks at once, so its idle CPU stays zero.
-// Invariants (both kinds):
+// Busy wait (runtime_options::busy_wait, BEAM's +sbwt; off by default): a
+// worker that ran dry and is a searcher looks for work for up to that long
+// before it parks — a request/reply peer's next message then costs no
+// kernel wake-up (issue 18). Invariants:
 //   - Only a searcher spins (worker::thread_main), so at most half the
 //     workers spin at once, and the idle word stays right without a new
 //     state: the spinner counts as unparked and searching, which is what
@@ -61,10 +51,8 @@
 //     instead of every turn was slower too (median 64.6 against 42.4 us).
 //   - Deterministic runtimes never spin (virtual time moves only when every
 //     worker is parked).
-// A spin is CPU time: metrics count it as busy (it is not parked), and with a
-// fixed busy_wait a node that idles between sparse requests burns up to
-// busy_wait per request (the adaptive spin stops after about six spins that
-// found nothing).
+// A spin is CPU time: metrics count it as busy (it is not parked), and a
+// node that idles between sparse requests burns up to busy_wait per request.
 //
 // Test hooks stay off the pick path: testing::migrate hands the fiber to the
 // next worker's migrants list, which that worker reads only in maintenance and
@@ -169,12 +157,12 @@ bool worker::advance_virtual_time() {
   return true;
 }
 
-// The busy wait (fixed or adaptive): see the header comment.
-fiber* worker::spin(uint64_t budget_tsc) {
+// The busy wait (runtime_options::busy_wait): see the header comment.
+fiber* worker::spin() {
   const uint64_t per_ms = clock_impl::tsc_per_ms();
   const uint64_t poll_every = per_ms * tuning::spin_poll_every_ns / 1000000;
   uint64_t t = clock_impl::tsc();
-  const uint64_t end = t + budget_tsc;
+  const uint64_t end = t + spin_tsc_;
   uint64_t next_poll = t + poll_every;  // next_remote has just looked everywhere
   spins.store(spins.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (;;) {

@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include "raw_task.hpp"
-#include "sched/adaptive_spin.hpp"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -122,12 +121,10 @@ TEST_CASE("busy_wait: out of range values are refused with the range in the mess
   REQUIRE_NOTHROW(runtime(o));
 }
 
-TEST_CASE("busy_wait: with busy_wait 0 and the adaptive spin off, a worker that ran dry never spins",
-          "[sched][busy_wait]") {
+TEST_CASE("busy_wait: off by default, a worker that ran dry never spins", "[sched][busy_wait]") {
   runtime_options o;
   o.workers = 2;
   o.quiet = true;
-  o.adaptive_busy_wait = false;
   runtime r(o);
   r.start();
   pinger p;
@@ -283,59 +280,4 @@ TEST_CASE("busy_wait: I/O readiness is served while the other worker runs a fibe
   REQUIRE(io_deregister(p.efd) == 0);
   finish(r, p);
   close(p.efd);
-}
-
-TEST_CASE("adaptive busy wait: six short gaps in a row turn the spin on, six long ones off", "[sched][busy_wait]") {
-  constexpr uint64_t budget = 1000;
-  adaptive_spin a(budget);
-  REQUIRE(a.enabled());
-  CHECK(a.budget() == 0);  // a fresh worker parks at once
-  for (int i = 0; i < 5; ++i) a.gap(budget - 1);
-  CHECK(a.budget() == 0);
-  a.gap(0);
-  CHECK(a.budget() == budget);
-  for (int i = 0; i < 100; ++i) a.gap(1);
-  CHECK(a.budget() == budget);
-  for (int i = 0; i < 5; ++i) a.gap(budget);  // exactly the budget: a spin would not have bridged it
-  CHECK(a.budget() == budget);
-  a.gap(UINT64_MAX);
-  CHECK(a.budget() == 0);
-  // Mostly long gaps (one short in three) never turn it on.
-  for (int i = 0; i < 300; ++i) a.gap(i % 3 == 0 ? 1 : 10 * budget);
-  CHECK(a.budget() == 0);
-  CHECK(a.short_share() < tuning::adaptive_spin_short_share);
-  // Off: never spins, whatever the gaps.
-  adaptive_spin off;
-  CHECK(!off.enabled());
-  for (int i = 0; i < 20; ++i) off.gap(0);
-  CHECK(off.budget() == 0);
-}
-
-// A burst of wake-ups back to back (which may turn the spin on, depending on
-// the machine), then wake-ups 2 ms apart: each of those gaps is long, and so
-// is each spin that finds nothing, so a worker spins at most six more times
-// (adaptive_spin.hpp) however many sparse wake-ups follow.
-TEST_CASE("adaptive busy wait: sparse wake-ups stop the spin after at most six per worker", "[sched][busy_wait]") {
-  for (unsigned workers : {1u, 2u}) {
-    runtime_options o;
-    o.workers = workers;
-    o.quiet = true;
-    runtime r(o);
-    r.start();
-    pinger p;
-    launch(p.t, &pinger_body, &p);
-    ask_rounds(p, 2000, [&](int) { wake(&p.t); });
-    uint64_t before = total_spins(r);
-    int done = 2000;
-    for (int i = 0; i < 30; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the gap itself, not a wait for anything
-      ++done;
-      p.asked.store(uint64_t(done), std::memory_order_release);
-      wake(&p.t);
-      REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == uint64_t(done); }));
-    }
-    finish(r, p);
-    INFO("workers " << workers << ", spins before the sparse rounds " << before);
-    CHECK(total_spins(r) - before <= 6 * workers);
-  }
 }

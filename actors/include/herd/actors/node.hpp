@@ -34,13 +34,10 @@ struct node_options {
   std::chrono::milliseconds shutdown_timeout{10000};
   bool quiet = false;                   // no start-up warnings on stderr
   // rt::runtime_options::busy_wait: a worker that ran dry looks for work this
-  // long before it sleeps (BEAM's +sbwt), every time; 0, the default, leaves
-  // it to adaptive_busy_wait. At most rt::max_busy_wait (10 ms); out of range:
-  // the node's constructor throws std::invalid_argument.
+  // long before it sleeps (BEAM's +sbwt); 0, the default, sleeps at once.
+  // At most rt::max_busy_wait (10 ms); out of range: the node's constructor
+  // throws std::invalid_argument.
   std::chrono::microseconds busy_wait{0};
-  // rt::runtime_options::adaptive_busy_wait: with busy_wait 0, spin up to
-  // rt::max_adaptive_busy_wait only while most idle gaps are that short.
-  bool adaptive_busy_wait = true;
 };
 
 struct node_stats {

@@ -25,21 +25,11 @@ struct runtime_options {
   uint32_t long_schedule_ms = 10;     // a slice longer than this is recorded
   bool quiet = false;                 // do not print start-up warnings
   // A worker that ran dry looks for work this long before it sleeps (BEAM's
-  // +sbwt), every time: 0 (the default) leaves it to adaptive_busy_wait. See
-  // worker_park.cpp; what it costs: docs/distribution.md. 0..max_busy_wait,
-  // else the constructor throws std::invalid_argument. Ignored when
-  // deterministic.
+  // +sbwt): 0 (the default) sleeps at once. See worker_park.cpp; what it costs:
+  // docs/distribution.md. 0..max_busy_wait, else the constructor throws
+  // std::invalid_argument. Ignored when deterministic.
   std::chrono::microseconds busy_wait{0};
-  // With busy_wait 0: a worker spins for up to max_adaptive_busy_wait only
-  // while most of its recent idle gaps were shorter than that (a spawn storm,
-  // a fan-out, pairs exchanging messages across workers), and sleeps at once
-  // otherwise (sparse requests pay nothing). false: always sleep at once.
-  bool adaptive_busy_wait = true;
 };
-
-// The spin adaptive_busy_wait allows: about the cost of a futex sleep and
-// wake-up on a VM, which is what it saves.
-inline constexpr std::chrono::microseconds max_adaptive_busy_wait{20};
 
 // The longest busy_wait accepted: beyond a few milliseconds a spin is a busy
 // loop that never sleeps between the gaps it was meant to bridge.
@@ -50,7 +40,7 @@ struct worker_metrics {
   uint64_t steals = 0;         // successful steal operations
   uint64_t stolen = 0;         // fibers taken by them
   uint64_t parks = 0;
-  uint64_t spins = 0;          // busy waits begun (fixed or adaptive)
+  uint64_t spins = 0;          // busy waits begun (runtime_options::busy_wait)
   uint64_t busy_ns = 0;        // time spent running fibers
   uint64_t run_queue = 0;      // current length (approximate)
   uint64_t timers = 0;         // armed timers on this worker's wheel
