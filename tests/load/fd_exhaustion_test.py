@@ -14,11 +14,16 @@ Passes when: the server warned at start-up that its limit is too low; the
 acceptors reported EMFILE (a bounded number of times) and backed off; the
 honest load lost nothing (no failed connect, mismatch or disconnect); every
 one of the last 500 clients got its own line back, including those accepted
-only after the recovery; the observer answered every `overview` within 100 ms,
-out of descriptors too; a new connection is echoed at once afterwards; the
+only after the recovery; the observer answered every `overview` within 1 s,
+out of descriptors too; a new connection is echoed afterwards (within the
+socket's 5 s timeout); the
 connection and actor counts return to the baseline; and SIGTERM exits 0.
-Prints one FDEXHAUST line with the figures. Bounded in time; every process it
-starts is stopped by its PID.
+Prints one FDEXHAUST line with the figures, the observer's worst answer time
+and the fresh connection's echo time among them. Those two are speed figures:
+the bounds above only catch a stall (a test must pass on a busy machine; the
+100 ms and 1 s bounds this test once had failed a run beside a
+10,000-connection benchmark on the same two cores).
+Bounded in time; every process it starts is stopped by its PID.
 """
 import os
 import resource
@@ -184,9 +189,9 @@ def main():
             fail(f"only {echoed} of the {len(rest)} remaining clients got their line back after the recovery")
         if not 1 <= reports <= 20:
             fail(f"{reports} EMFILE reports in the log (want at least one, and one per episode)")
-        if fresh_reply != b"after\n" or fresh_ms > 1000:
+        if fresh_reply != b"after\n":
             fail(f"a new connection after the recovery got {fresh_reply!r} in {fresh_ms:.0f} ms")
-        if obs_worst > 100:
+        if obs_worst > 1000:  # a stall, not a busy machine (the figure itself is printed above)
             fail(f"the observer took {obs_worst:.1f} ms to answer overview")
         herdlib.note_unchecked_memory()
         if not herdlib.SANITIZED and rss_peak > RSS_BOUND_KB:
