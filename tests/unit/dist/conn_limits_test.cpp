@@ -421,6 +421,48 @@ TEST_CASE("pids of 100,000 node names in a peer's messages leave no node records
   CHECK(held_after == 0);
 }
 
+namespace {
+
+// Inside run_node: distribution starts with max_remote_pids_per_connection =
+// cap, and a fake peer sends a registered sink one message of `count` pids
+// of nodes never seen. `use` gets the peer (still connected: to watch it
+// close) and the message; then the connection's end is waited for (bounded)
+// and the sweeps run. Returns the peer's name and the record count before
+// the peer came, or nothing (with `err` set) if a step failed.
+struct capped_peer_run {
+  std::string fake_name;
+  std::size_t recs_before = 0;
+};
+template <class Use>
+std::optional<capped_peer_run> pids_from_capped_peer(const std::string& tag, uint32_t cap, uint32_t count,
+                                                     std::string& err, Use use) {
+  auto o = dist_opts(tag);
+  o.max_remote_pids_per_connection = cap;
+  auto me = herd::dist::start(o);
+  if (!me) return err = me.error().message(), std::nullopt;
+  herd::register_name(tag + "_sink", herd::self());
+  sweep_twice();
+  capped_peer_run run;
+  run.recs_before = dd::node_record_count();
+  const std::string stem = tag + std::to_string(::getpid()) + "_";
+  {
+    fake_node fake(*me, tag + "fake", cookie);
+    if (!fake.sock) return err = fake.err, std::nullopt;
+    run.fake_name = fake.id.name;
+    if (!fake.reg_send_raw(1, tag + "_sink", pids_of_new_nodes(stem, 0, count))) return err = "send failed", std::nullopt;
+    std::optional<herd::dist::etf_message> got;
+    herd::receive([&](herd::dist::etf_message& m) { got = std::move(m); }, herd::after(60s, [] {}));
+    if (!got) return err = "the message did not arrive", std::nullopt;
+    use(fake, *got);
+  }
+  if (!herd::test::eventually([&] { return row_of(run.fake_name) == std::nullopt; }, 30s))
+    return err = "the connection did not end", std::nullopt;
+  sweep_twice();
+  return run;
+}
+
+}  // namespace
+
 TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a peer's payload") {
   herd::test::log_to_file log("conn_limits_payload_pids");
   std::string err, refusal;
@@ -428,34 +470,16 @@ TEST_CASE("max_remote_pids_per_connection counts the pids a receiver maps from a
   bool closed = false;
   std::size_t recs_before = 0, recs_after = 1, held_after = 1;
   herd::test::run_node(herd::test::opts(2), [&] {
-    auto o = dist_opts("paycap");
-    o.max_remote_pids_per_connection = cap;
-    auto me = herd::dist::start(o);
-    if (!me) return void(err = me.error().message());
-    herd::register_name("paycap_sink", herd::self());
-    sweep_twice();
-    recs_before = dd::node_record_count();
-    const std::string stem = "pay" + std::to_string(::getpid()) + "_";
-    std::string fake_name;
-    {
-      fake_node fake(*me, "paycapfake", cookie);
-      if (!fake.sock) return void(err = fake.err);
-      fake_name = fake.id.name;
-      if (!fake.reg_send_raw(1, "paycap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
-      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
-        auto pids = m.as<std::vector<herd::pid>>();
-        if (pids) err = "mapped all " + std::to_string(pids->size()) + " pids past the cap";
-        else refusal = pids.error().message();
-        return true;
-      }, herd::after(60s, [] { return false; }));
-      if (!in_time) return void(err = "the message did not arrive");
+    auto run = pids_from_capped_peer("paycap", cap, count, err, [&](fake_node& fake, const herd::dist::etf_message& m) {
+      auto pids = m.as<std::vector<herd::pid>>();
+      if (pids) err = "mapped all " + std::to_string(pids->size()) + " pids past the cap";
+      else refusal = pids.error().message();
       closed = fake.closed_within(30s);
-    }
-    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
-      return void(err = "the connection did not end");
-    sweep_twice();
+    });
+    if (!run) return;
+    recs_before = run->recs_before;
     recs_after = dd::node_record_count();
-    held_after = dd::pids_held_by(dd::node_number(fake_name));
+    held_after = dd::pids_held_by(dd::node_number(run->fake_name));
     herd::dist::stop();
   });
   std::string logged = log.text();
@@ -591,27 +615,9 @@ TEST_CASE("the pids a receiver maps from a peer's term, one by one after decodin
   uint32_t mapped = 0;
   std::size_t recs_before = 0, recs_after = 1;
   herd::test::run_node(herd::test::opts(2), [&] {
-    auto o = dist_opts("termcap");
-    o.max_remote_pids_per_connection = cap;
-    auto me = herd::dist::start(o);
-    if (!me) return void(err = me.error().message());
-    herd::register_name("termcap_sink", herd::self());
-    sweep_twice();
-    recs_before = dd::node_record_count();
-    const std::string stem = "tpay" + std::to_string(::getpid()) + "_";
-    std::string fake_name;
-    {
-      fake_node fake(*me, "termcapfake", cookie);
-      if (!fake.sock) return void(err = fake.err);
-      fake_name = fake.id.name;
-      if (!fake.reg_send_raw(1, "termcap_sink", pids_of_new_nodes(stem, 0, count))) return void(err = "send failed");
-      std::optional<term> kept;
-      bool in_time = herd::receive([&](herd::dist::etf_message& m) {
-        if (auto t = m.term()) kept = *t;
-        else err = t.error().message();
-        return true;
-      }, herd::after(60s, [] { return false; }));
-      if (!in_time || !kept) return void(err = err.empty() ? "the message did not arrive" : err);
+    auto run = pids_from_capped_peer("termcap", cap, count, err, [&](fake_node& fake, const herd::dist::etf_message& m) {
+      auto kept = m.term();
+      if (!kept) return void(err = kept.error().message());
       // The term outlives its message: its pids still name the connection.
       for (const term& e : kept->elements()) {
         auto p = herd::from_term<herd::pid>(e);
@@ -620,12 +626,12 @@ TEST_CASE("the pids a receiver maps from a peer's term, one by one after decodin
       }
       closed = fake.closed_within(30s);
       // A term built here names no connection: not charged (the sweeps bound it).
-      auto here = herd::from_term<herd::pid>(term::pid(herd::erl_pid{atom(stem + "here@nowhere"), 1, 0, 1}));
+      auto here = herd::from_term<herd::pid>(
+          term::pid(herd::erl_pid{atom("termcap" + std::to_string(::getpid()) + "_here@nowhere"), 1, 0, 1}));
       built_here_mapped = here && here->is_remote();
-    }
-    if (!herd::test::eventually([&] { return row_of(fake_name) == std::nullopt; }, 30s))
-      return void(err = "the connection did not end");
-    sweep_twice();
+    });
+    if (!run) return;
+    recs_before = run->recs_before;
     recs_after = dd::node_record_count();
     herd::dist::stop();
   });
