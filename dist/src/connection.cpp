@@ -57,6 +57,7 @@ bool mark_up(const peer_info& peer) {
     if (it == st.conns.end() || it->second.proc != herd::self()) return false;
     it->second.up = true;
     it->second.peer_flags = peer.flags;
+    sync_busy_wait();
     waiters.swap(it->second.waiters);
     watchers = st.all_node_monitors;
   }
@@ -77,6 +78,7 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
       waiters.swap(it->second.waiters);
       if (it->second.up) watchers = st.all_node_monitors;  // nodeup was sent
       st.conns.erase(it);
+      sync_busy_wait();
       auto [b, e] = st.node_monitors.equal_range(node);
       for (auto m = b; m != e; ++m) watchers.push_back(m->second);
       st.node_monitors.erase(b, e);
@@ -535,6 +537,7 @@ void accept_node(net::tcp_socket s) {
     it->second.proc = herd::self();
     it->second.counters = c;
     it->second.up = false;
+    sync_busy_wait();
     return "alive";
   };
   auto peer = handshake_accept(s, me, status, handshake_timeout);

@@ -9,6 +9,7 @@
 #include <herd/actors/send.hpp>
 #include <herd/actors/spawn.hpp>
 #include <herd/net/listener.hpp>
+#include <herd/runtime/runtime.hpp>
 
 #include <ei.h>
 #include <mutex>
@@ -30,6 +31,14 @@ namespace detail {
 dist_state& state() {
   static dist_state* s = new dist_state;  // outlives every process that may touch it
   return *s;
+}
+
+void sync_busy_wait() {
+  dist_state& st = state();
+  bool any_up = false;
+  if (st.running)
+    for (auto& [n, e] : st.conns) any_up = any_up || e.up;
+  rt::set_busy_wait_floor(any_up ? st.busy_wait : std::chrono::microseconds{0});
 }
 
 namespace {
@@ -134,6 +143,7 @@ void keeper(herd::pid starter, std::string alive, uint16_t port, bool hidden) {
           if (state().keeper != herd::self()) return;
           state().running = false;
           state().keeper = herd::no_pid;
+          sync_busy_wait();
           for (auto& [n, e] : state().conns) conns.push_back(e.proc);
         }
         for (herd::pid c : conns) herd::send(c, close_connection{"distribution stopped"});
@@ -227,6 +237,9 @@ result<std::string> start(const dist_options& o) {
   auto name = node_name(o);
   if (!name) return name.error();
   if (o.net_ticktime.count() < 4) return error{errc::bad_options, "net_ticktime below 4 ms"};
+  if (o.busy_wait.count() < 0 || o.busy_wait > rt::max_busy_wait)
+    return error{errc::bad_options, "busy_wait must be from 0 to " + std::to_string(rt::max_busy_wait.count()) +
+                                        " us, not " + std::to_string(o.busy_wait.count()) + " us"};
   std::string cookie = o.cookie;
   if (cookie.empty()) {
     auto c = herd::blocking([] { return read_cookie_file(default_cookie_path()); });
@@ -271,6 +284,7 @@ result<std::string> start(const dist_options& o) {
     state().max_atoms = o.max_atoms_per_connection;
     state().max_pids = o.max_remote_pids_per_connection;
     state().busy_limit = o.dist_buf_busy_limit;
+    state().busy_wait = o.busy_wait;
     state().running = true;
   }
   install_remote_hooks();

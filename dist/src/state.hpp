@@ -83,6 +83,7 @@ struct dist_state {
   uint32_t max_atoms HERD_GUARDED_BY(mu) = 0;      // dist_options::max_atoms_per_connection
   uint32_t max_pids HERD_GUARDED_BY(mu) = 0;       // dist_options::max_remote_pids_per_connection
   std::size_t busy_limit HERD_GUARDED_BY(mu) = 0;  // dist_options::dist_buf_busy_limit
+  std::chrono::microseconds busy_wait HERD_GUARDED_BY(mu){0};  // dist_options::busy_wait
   herd::pid keeper HERD_GUARDED_BY(mu);  // owns the epmd registration
   std::map<std::string, conn_entry, std::less<>> conns HERD_GUARDED_BY(mu);
   std::multimap<std::string, herd::pid, std::less<>> node_monitors HERD_GUARDED_BY(mu);
@@ -91,6 +92,11 @@ struct dist_state {
 };
 
 dist_state& state();
+
+// Under state().mu, after a connection came up or went, or distribution
+// stopped: the runtime's busy-wait floor is dist_options::busy_wait while
+// distribution runs with a connection up, else 0.
+void sync_busy_wait() HERD_REQUIRES(state().mu);
 
 // Any thread: the observer's `nodes` report (installed by start()).
 herd::detail::remote_nodes_report nodes_report();

@@ -10,10 +10,11 @@
 //            Node}, count) answers the count, ..., reset) answers ok.
 // SIGTERM (or SIGINT): closes its connections and exits 0. A bad option: a
 // message and exit 2. Without --cookie: ~/.erlang.cookie, as erl.
-// --busy-wait-us: node_options::busy_wait, 0 (the default) to 10000: an idle
-// worker spins this long before it sleeps, as BEAM's schedulers do (+sbwt);
-// it trims a kernel wake-up off each call round trip at the cost of that much
-// CPU per idle gap (docs/distribution.md).
+// --busy-wait-us: dist_options::busy_wait, 0 to 10000 (default 50): while a
+// node connection is up an idle worker spins this long before it sleeps, as
+// BEAM's schedulers do (+sbwt); it trims a kernel wake-up off each call round
+// trip at the cost of that much CPU per idle gap; 0: never spin
+// (docs/distribution.md).
 #include <herd/actors.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
@@ -77,7 +78,6 @@ struct counter : herd::server<counter> {
 int main(int argc, char** argv) {
   herd::dist::dist_options d;
   unsigned workers = 0;
-  long busy_wait_us = 0;
   bool have_cookie = false, have_workers = false, have_busy_wait = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -96,9 +96,10 @@ int main(int argc, char** argv) {
       if (have_busy_wait) usage("--busy-wait-us given twice");
       have_busy_wait = true;
       char* end = nullptr;
-      busy_wait_us = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || busy_wait_us < 0 || busy_wait_us > herd::rt::max_busy_wait.count())
+      long us = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || us < 0 || us > herd::rt::max_busy_wait.count())
         usage(("--busy-wait-us takes a number from 0 to " + std::to_string(herd::rt::max_busy_wait.count())).c_str());
+      d.busy_wait = std::chrono::microseconds(us);
     } else {
       if (have_workers) usage("--workers given twice");
       have_workers = true;
@@ -120,7 +121,6 @@ int main(int argc, char** argv) {
 
   herd::node_options o;
   o.workers = workers;
-  o.busy_wait = std::chrono::microseconds(busy_wait_us);
   herd::node n(o);
   int code = 0;
   n.run([&] {

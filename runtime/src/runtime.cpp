@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
@@ -222,6 +223,14 @@ runtime_metrics metrics_of(const runtime_impl& r) {
 }  // namespace
 
 runtime_metrics runtime::metrics() const { return metrics_of(*impl_); }
+
+void set_busy_wait_floor(std::chrono::microseconds floor) noexcept {
+  runtime_impl* r = current_runtime();
+  if (!r || r->opts.deterministic) return;
+  floor = std::clamp(floor, std::chrono::microseconds{0}, max_busy_wait);
+  r->busy_wait_floor_tsc.store(static_cast<uint64_t>(floor.count()) * clock_impl::tsc_per_ms() / 1000,
+                               std::memory_order_relaxed);
+}
 
 bool current_metrics(runtime_metrics& out) {
   runtime_impl* r = current_runtime();

@@ -51,6 +51,10 @@ struct runtime_impl {
   monitor mon{*this};
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
+  // set_busy_wait_floor, in TSC ticks (relaxed: each worker reads it when it
+  // runs dry; a late look spins or parks one time more or less, and the
+  // spinner's invariants hold for any value, see worker_park.cpp).
+  std::atomic<uint64_t> busy_wait_floor_tsc{0};
   mutex long_m;
   std::deque<long_schedule> longs HERD_GUARDED_BY(long_m);
   uint64_t started_ms = 0;

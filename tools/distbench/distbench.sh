@@ -9,11 +9,11 @@
 # One RESULT line per figure, then one per ratio against BEAM -> BEAM
 # (means over the rounds).
 #   tools/distbench/distbench.sh build/examples/dist_echo [N] [CALLS] [ROUNDS]
-# The herd rows run twice per round, interleaved: with the default (no busy
-# wait) and with node_options::busy_wait = $DISTBENCH_BUSY_WAIT_US (default
-# 100; 0: the default rows only) on both the herd server (to=herd_bwUS, a
-# second dist_echo) and the herd client (from=herd_bwUS; its RESULT lines
-# carry busy_wait_us=).
+# The herd rows run twice per round, interleaved: with the default
+# dist_options::busy_wait (50 us) and with $DISTBENCH_BUSY_WAIT_US (default
+# 0, no spin; `none`: the default rows only) on both the herd server
+# (to=herd_bwUS, a second dist_echo) and the herd client (from=herd_bwUS; its
+# RESULT lines carry busy_wait_us=).
 # distbench_client is looked for beside dist_echo's build tree
 # (build/tools/distbench/distbench_client) or in $DISTBENCH_CLIENT.
 set -eu
@@ -31,13 +31,13 @@ BEAM=beambench_$$
 pids=""
 cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$OUT"; }
 trap cleanup EXIT
-BW=${DISTBENCH_BUSY_WAIT_US:-100}
-case $BW in *[!0-9]*|'') echo "distbench: DISTBENCH_BUSY_WAIT_US must be a number of microseconds" >&2; exit 2;; esac
+BW=${DISTBENCH_BUSY_WAIT_US:-0}
+case $BW in none) ;; *[!0-9]*|'') echo "distbench: DISTBENCH_BUSY_WAIT_US must be a number of microseconds or none" >&2; exit 2;; esac
 HERDS=herdbwbench_$$
 
 "$DIST_ECHO" --sname "$HERD" --cookie "$COOKIE" --workers 2 >"$OUT/herd.log" 2>&1 &
 pids="$pids $!"
-if [ "$BW" -gt 0 ]; then
+if [ "$BW" != none ]; then
   "$DIST_ECHO" --sname "$HERDS" --cookie "$COOKIE" --workers 2 --busy-wait-us "$BW" >"$OUT/herds.log" 2>&1 &
   pids="$pids $!"
 fi
@@ -57,7 +57,7 @@ erl -sname "$BEAM" -setcookie "$COOKIE" -noshell -eval '
 pids="$pids $!"
 for i in $(seq 1 600); do
   grep -q "node $HERD@" "$OUT/herd.log" 2>/dev/null && grep -q ready "$OUT/beam.log" 2>/dev/null &&
-    { [ "$BW" -eq 0 ] || grep -q "node $HERDS@" "$OUT/herds.log" 2>/dev/null; } && break
+    { [ "$BW" = none ] || grep -q "node $HERDS@" "$OUT/herds.log" 2>/dev/null; } && break
   sleep 0.1
 done
 
@@ -79,34 +79,33 @@ erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval '
   end,
   lists:foreach(fun(_) ->
       Bench("herd", list_to_atom("'"$HERD@$HOST"'")),
-      '"$([ "$BW" -gt 0 ] && echo "Bench(\"herd_bw$BW\", list_to_atom(\"$HERDS@$HOST\"))," || true)"'
+      '"$([ "$BW" != none ] && echo "Bench(\"herd_bw$BW\", list_to_atom(\"$HERDS@$HOST\"))," || true)"'
       Bench("beam", list_to_atom("'"$BEAM@$HOST"'"))
     end, lists:seq(1, '"$ROUNDS"')),
   halt().' | tee "$OUT/results"
 
 # One herd client per round and setting, the settings interleaved.
 for r in $(seq 1 "$ROUNDS"); do
-  for bw in 0 $([ "$BW" -gt 0 ] && echo "$BW" || true); do
+  for bw in default $([ "$BW" != none ] && echo "$BW" || true); do
     for to in herd beam; do
-      node=$HERD@$HOST label=$to
-      [ "$to" = herd ] && [ "$bw" -gt 0 ] && node=$HERDS@$HOST label=herd_bw$bw
+      node=$HERD@$HOST label=$to flag=""
+      [ "$bw" != default ] && flag="--busy-wait-us $bw"
+      [ "$to" = herd ] && [ "$bw" != default ] && node=$HERDS@$HOST label=herd_bw$bw
       [ "$to" = beam ] && node=$BEAM@$HOST
+      # shellcheck disable=SC2086 # $flag is empty or two words
       "$CLIENT" --sname hclient_${to}_${bw}_${r}_$$ --cookie "$COOKIE" --target "$node" --label "$label" \
-        --msgs "$N" --calls "$CALLS" --rounds 1 --busy-wait-us "$bw" | tee -a "$OUT/results"
+        --msgs "$N" --calls "$CALLS" --rounds 1 $flag | tee -a "$OUT/results"
     done
   done
 done
 
 # Ratios of the means against BEAM -> BEAM (< 1: faster than BEAM -> BEAM).
-# A herd client with busy_wait_us=US > 0 counts as from=herd_bwUS.
 awk '
-  /^RESULT workload=call / { split($0, f, " "); k = ""; v = 0; bw = 0
-    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "us_per_call") v = kv[2]; if (kv[1] == "busy_wait_us") bw = kv[2] }
-    if (bw > 0) fr = fr "_bw" bw
+  /^RESULT workload=call / { split($0, f, " "); k = ""; v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "us_per_call") v = kv[2] }
     sum["call " fr "->" to] += v; n["call " fr "->" to]++ }
-  /^RESULT workload=throughput / { split($0, f, " "); v = 0; bw = 0
-    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "msgs_per_s") v = kv[2]; if (kv[1] == "busy_wait_us") bw = kv[2] }
-    if (bw > 0) fr = fr "_bw" bw
+  /^RESULT workload=throughput / { split($0, f, " "); v = 0
+    for (i in f) { split(f[i], kv, "="); if (kv[1] == "from") fr = kv[2]; if (kv[1] == "to") to = kv[2]; if (kv[1] == "msgs_per_s") v = kv[2] }
     sum["throughput " fr "->" to] += v; n["throughput " fr "->" to]++ }
   END {
     for (w = 0; w < 2; w++) {

@@ -9,8 +9,8 @@
 // (herd::dist::call). One RESULT line per figure, with from=herd to=L.
 // --busy-limit: dist_options::dist_buf_busy_limit (default 1 MiB; 0: never
 // wait), for A/B runs of the sender's back-pressure. --busy-wait-us:
-// node_options::busy_wait (0, the default, to 10000), printed in each RESULT
-// line as busy_wait_us=.
+// dist_options::busy_wait (0 to 10000; the default, 50, without it), printed
+// in each RESULT line as busy_wait_us=; given, the lines say from=herd_bwUS.
 #include <herd/actors.hpp>
 #include <herd/dist/gen.hpp>
 #include <herd/dist/node.hpp>
@@ -49,7 +49,8 @@ double elapsed_us(steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   herd::dist::dist_options d;
   std::string target, label;
-  long msgs = 1000000, calls = 20000, rounds = 2, busy_wait_us = 0;
+  long msgs = 1000000, calls = 20000, rounds = 2;
+  std::string from = "herd";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage((a + " needs a value").c_str());
@@ -62,17 +63,19 @@ int main(int argc, char** argv) {
     else if (a == "--calls") calls = number(v, "--calls");
     else if (a == "--rounds") rounds = number(v, "--rounds");
     else if (a == "--busy-wait-us") {
-      busy_wait_us = number(v, "--busy-wait-us");
-      if (busy_wait_us > herd::rt::max_busy_wait.count())
+      long us = number(v, "--busy-wait-us");
+      if (us > herd::rt::max_busy_wait.count())
         usage(("--busy-wait-us takes a number from 0 to " + std::to_string(herd::rt::max_busy_wait.count())).c_str());
+      d.busy_wait = microseconds(us);
+      from = "herd_bw" + std::to_string(us);
     } else if (a == "--busy-limit") d.dist_buf_busy_limit = std::size_t(number(v, "--busy-limit"));
     else usage(("unknown option " + a).c_str());
   }
   if (d.sname.empty() || target.empty() || label.empty()) usage("--sname, --target and --label are required");
   herd::node_options o;
   o.workers = 2;
-  o.busy_wait = microseconds(busy_wait_us);
   herd::node n(o);
+  const long busy_wait_us = long(d.busy_wait.count());
   int code = 0;
   n.run([&] {
     auto me = herd::dist::start(d);
@@ -94,8 +97,8 @@ int main(int argc, char** argv) {
       auto c = herd::dist::call("counter", target, herd::atom("count"), seconds(600));
       if (!c) return fail("count", c.error());
       double us = elapsed_us(t0);
-      std::printf("RESULT workload=throughput from=herd to=%s busy_wait_us=%ld msgs=%ld counted=%s ms=%.1f msgs_per_s=%.0f\n",
-                  label.c_str(), busy_wait_us, msgs, herd::to_string(*c).c_str(), us / 1000, double(msgs) * 1e6 / us);
+      std::printf("RESULT workload=throughput from=%s to=%s busy_wait_us=%ld msgs=%ld counted=%s ms=%.1f msgs_per_s=%.0f\n",
+                  from.c_str(), label.c_str(), busy_wait_us, msgs, herd::to_string(*c).c_str(), us / 1000, double(msgs) * 1e6 / us);
       std::fflush(stdout);
       t0 = steady_clock::now();
       for (long i = 0; i < calls; ++i) {
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
           return;
         }
       }
-      std::printf("RESULT workload=call from=herd to=%s busy_wait_us=%ld calls=%ld us_per_call=%.1f\n", label.c_str(),
+      std::printf("RESULT workload=call from=%s to=%s busy_wait_us=%ld calls=%ld us_per_call=%.1f\n", from.c_str(), label.c_str(),
                   busy_wait_us, calls,
                   calls ? elapsed_us(t0) / double(calls) : 0.0);
       std::fflush(stdout);

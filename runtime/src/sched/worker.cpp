@@ -157,8 +157,8 @@ void worker::thread_main() {
       continue;
     }
     if (rt.stopping.load(std::memory_order_acquire)) break;
-    if (spin_tsc_ && searching_) {
-      if (fiber* g = spin()) {
+    if (uint64_t ticks = searching_ ? spin_ticks() : 0) {
+      if (fiber* g = spin(ticks)) {
         if (searching_) end_search();
         run(g);
         continue;

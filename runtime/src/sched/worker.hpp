@@ -88,7 +88,10 @@ class worker {
   static fiber* pick_direct(switch_side* side, fiber* leaving, suspend_reason why);
   static void after_direct(switch_side* side, fiber* left, suspend_reason why);
   void maintenance(uint64_t now_tsc);
-  fiber* spin();
+  // The busy wait in TSC ticks: runtime_options::busy_wait or the floor a
+  // layer set (set_busy_wait_floor), whichever is longer.
+  uint64_t spin_ticks() const noexcept;
+  fiber* spin(uint64_t ticks);
   void park();
   bool work_pending_anywhere() const;
   void fire_timers(uint64_t now_ms);

@@ -15,10 +15,13 @@
 // in epoll_wait if it can take the poller token, else on its futex. There is
 // no periodic tick; an idle node sleeps.
 //
-// Busy wait (runtime_options::busy_wait, BEAM's +sbwt; off by default): a
-// worker that ran dry and is a searcher looks for work for up to that long
-// before it parks — a request/reply peer's next message then costs no
-// kernel wake-up (issue 18). Invariants:
+// Busy wait (runtime_options::busy_wait, BEAM's +sbwt; off by default, or
+// the floor a layer sets with set_busy_wait_floor — the distribution, while
+// a node connection is up): a worker that ran dry and is a searcher looks
+// for work for up to that long before it parks — a request/reply peer's next
+// message then costs no kernel wake-up (issue 18). The length is read each
+// time a worker runs dry, and nothing below depends on it staying the same
+// between workers or turns. Invariants:
 //   - Only a searcher spins (worker::thread_main), so at most half the
 //     workers spin at once, and the idle word stays right without a new
 //     state: the spinner counts as unparked and searching, which is what
@@ -157,12 +160,16 @@ bool worker::advance_virtual_time() {
   return true;
 }
 
+uint64_t worker::spin_ticks() const noexcept {
+  return std::max(spin_tsc_, rt.busy_wait_floor_tsc.load(std::memory_order_relaxed));
+}
+
 // The busy wait (runtime_options::busy_wait): see the header comment.
-fiber* worker::spin() {
+fiber* worker::spin(uint64_t ticks) {
   const uint64_t per_ms = clock_impl::tsc_per_ms();
   const uint64_t poll_every = per_ms * tuning::spin_poll_every_ns / 1000000;
   uint64_t t = clock_impl::tsc();
-  const uint64_t end = t + spin_tsc_;
+  const uint64_t end = t + ticks;
   uint64_t next_poll = t + poll_every;  // next_remote has just looked everywhere
   spins.store(spins.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (;;) {
@@ -252,7 +259,7 @@ void worker::park() {
   // wake-up per request while the spinner spins for nothing (herd -> herd
   // calls: the two roles settled that way and never swapped). Capped at the
   // monitor's tick, in case the spinner found one fiber that never yields.
-  const bool leave_poller = spin_tsc_ && rt.idle_state.num_searching() > 0;
+  const bool leave_poller = spin_ticks() != 0 && rt.idle_state.num_searching() > 0;
   if (leave_poller && (timeout < 0 || timeout > 10)) timeout = 10;
   if (!rt.stopping.load(std::memory_order_acquire)) {
     poller* io = !leave_poller && rt.io.has_sources() && rt.io.try_acquire() ? &rt.io : nullptr;

@@ -281,3 +281,76 @@ TEST_CASE("busy_wait: I/O readiness is served while the other worker runs a fibe
   finish(r, p);
   close(p.efd);
 }
+
+// set_busy_wait_floor (the distribution's while a node connection is up): the
+// floor makes a runtime whose own busy_wait is 0 spin, and taking it away
+// stops the spins. One worker, so that every spin after the reset begins
+// after a round the test has seen end: the round's wake-up carries the reset
+// to the worker (the test stores it before asking, the fiber loads the ask
+// with acquire), and the worker reads the floor afresh each time it runs dry.
+TEST_CASE("busy_wait: a floor set while running makes idle workers spin, and 0 stops them", "[sched][busy_wait]") {
+  runtime_options o;
+  o.workers = 1;
+  o.quiet = true;
+  runtime r(o);
+  r.start();
+  pinger p;
+  launch(p.t, &pinger_body, &p);
+  uint64_t round = 0;
+  auto rounds_of = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      p.asked.store(++round, std::memory_order_release);
+      wake(&p.t);
+      REQUIRE(eventually([&] { return p.acked.load(std::memory_order_acquire) == round; }));
+    }
+  };
+  rounds_of(20);
+  CHECK(total_spins(r) == 0);
+  set_busy_wait_floor(max_busy_wait);
+  rounds_of(rounds);
+  CHECK(total_spins(r) > 0);
+  set_busy_wait_floor(std::chrono::microseconds{0});
+  rounds_of(1);  // a spin begun before the reset has begun by the end of this round
+  const uint64_t after_reset = total_spins(r);
+  rounds_of(20);
+  CHECK(total_spins(r) == after_reset);
+  finish(r, p);
+}
+
+TEST_CASE("busy_wait: a deterministic runtime ignores the floor, and a new runtime starts without it",
+          "[sched][busy_wait]") {
+  {
+    runtime_options o;
+    o.workers = 1;
+    o.quiet = true;
+    o.deterministic = true;
+    runtime r(o);
+    r.start();
+    set_busy_wait_floor(max_busy_wait);
+    pinger p;
+    launch(p.t, &pinger_body, &p);
+    ask_rounds(p, 20, [&](int) { wake(&p.t); });
+    finish(r, p);
+    CHECK(total_spins(r) == 0);
+  }
+  {
+    runtime_options o;
+    o.workers = 1;
+    o.quiet = true;
+    runtime r(o);
+    r.start();
+    set_busy_wait_floor(max_busy_wait);
+    r.stop();
+  }
+  set_busy_wait_floor(max_busy_wait);  // no runtime runs: a no-op
+  runtime_options o;
+  o.workers = 2;
+  o.quiet = true;
+  runtime r(o);
+  r.start();
+  pinger p;
+  launch(p.t, &pinger_body, &p);
+  ask_rounds(p, 20, [&](int) { wake(&p.t); });
+  finish(r, p);
+  CHECK(total_spins(r) == 0);
+}

@@ -35,6 +35,15 @@ struct runtime_options {
 // loop that never sleeps between the gaps it was meant to bridge.
 inline constexpr std::chrono::microseconds max_busy_wait{10000};
 
+// Any thread. A floor under runtime_options::busy_wait, set by a layer whose
+// traffic is request/reply between processes on other nodes (the
+// distribution, while a node connection is up: BEAM's schedulers spin by
+// default, and a kernel wake-up per message is most of a call's time there):
+// workers spin for the larger of the two. Clamped to 0..max_busy_wait; one
+// value per runtime (the last call wins); a no-op when no runtime runs or it
+// is deterministic.
+void set_busy_wait_floor(std::chrono::microseconds floor) noexcept;
+
 struct worker_metrics {
   uint64_t switches = 0;       // fibers resumed
   uint64_t steals = 0;         // successful steal operations
