@@ -57,7 +57,7 @@ bool mark_up(const peer_info& peer) {
     if (it == st.conns.end() || it->second.proc != herd::self()) return false;
     it->second.up = true;
     it->second.peer_flags = peer.flags;
-    sync_busy_wait();
+    sync_busy_wait(st);
     waiters.swap(it->second.waiters);
     watchers = st.all_node_monitors;
   }
@@ -78,7 +78,7 @@ void mark_down(const std::string& node, errc code, const std::string& why) noexc
       waiters.swap(it->second.waiters);
       if (it->second.up) watchers = st.all_node_monitors;  // nodeup was sent
       st.conns.erase(it);
-      sync_busy_wait();
+      sync_busy_wait(st);
       auto [b, e] = st.node_monitors.equal_range(node);
       for (auto m = b; m != e; ++m) watchers.push_back(m->second);
       st.node_monitors.erase(b, e);
@@ -537,7 +537,7 @@ void accept_node(net::tcp_socket s) {
     it->second.proc = herd::self();
     it->second.counters = c;
     it->second.up = false;
-    sync_busy_wait();
+    sync_busy_wait(st);
     return "alive";
   };
   auto peer = handshake_accept(s, me, status, handshake_timeout);

@@ -33,8 +33,7 @@ dist_state& state() {
   return *s;
 }
 
-void sync_busy_wait() {
-  dist_state& st = state();
+void sync_busy_wait(dist_state& st) {
   bool any_up = false;
   if (st.running)
     for (auto& [n, e] : st.conns) any_up = any_up || e.up;
@@ -143,7 +142,7 @@ void keeper(herd::pid starter, std::string alive, uint16_t port, bool hidden) {
           if (state().keeper != herd::self()) return;
           state().running = false;
           state().keeper = herd::no_pid;
-          sync_busy_wait();
+          sync_busy_wait(state());
           for (auto& [n, e] : state().conns) conns.push_back(e.proc);
         }
         for (herd::pid c : conns) herd::send(c, close_connection{"distribution stopped"});

@@ -93,10 +93,10 @@ struct dist_state {
 
 dist_state& state();
 
-// Under state().mu, after a connection came up or went, or distribution
+// Under st.mu (st is state()), after a connection came up or went, or distribution
 // stopped: the runtime's busy-wait floor is dist_options::busy_wait while
 // distribution runs with a connection up, else 0.
-void sync_busy_wait() HERD_REQUIRES(state().mu);
+void sync_busy_wait(dist_state& st) HERD_REQUIRES(st.mu);
 
 // Any thread: the observer's `nodes` report (installed by start()).
 herd::detail::remote_nodes_report nodes_report();
