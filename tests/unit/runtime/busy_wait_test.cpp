@@ -103,6 +103,27 @@ void finish(runtime& r, pinger& p) {
   r.stop();
 }
 
+runtime_options plain(unsigned workers) {
+  runtime_options o;
+  o.workers = workers;
+  o.quiet = true;
+  return o;
+}
+
+// A runtime of options o, started, `then()` run, 20 rounds of wake-ups from
+// this thread: how many busy waits its workers began.
+template <class F>
+uint64_t spins_in_20_rounds(const runtime_options& o, F then) {
+  runtime r(o);
+  r.start();
+  then();
+  pinger p;
+  launch(p.t, &pinger_body, &p);
+  ask_rounds(p, 20, [&](int) { wake(&p.t); });
+  finish(r, p);
+  return total_spins(r);
+}
+
 }  // namespace
 
 TEST_CASE("busy_wait: out of range values are refused with the range in the message", "[sched][busy_wait]") {
@@ -122,28 +143,13 @@ TEST_CASE("busy_wait: out of range values are refused with the range in the mess
 }
 
 TEST_CASE("busy_wait: off by default, a worker that ran dry never spins", "[sched][busy_wait]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
-  r.start();
-  pinger p;
-  launch(p.t, &pinger_body, &p);
-  ask_rounds(p, 20, [&](int) { wake(&p.t); });
-  finish(r, p);
-  CHECK(total_spins(r) == 0);
+  CHECK(spins_in_20_rounds(plain(2), [] {}) == 0);
 }
 
 TEST_CASE("busy_wait: a deterministic runtime never spins", "[sched][busy_wait]") {
   runtime_options o = spinning(1);
   o.deterministic = true;
-  runtime r(o);
-  r.start();
-  pinger p;
-  launch(p.t, &pinger_body, &p);
-  ask_rounds(p, 20, [&](int) { wake(&p.t); });
-  finish(r, p);
-  CHECK(total_spins(r) == 0);
+  CHECK(spins_in_20_rounds(o, [] {}) == 0);
 }
 
 TEST_CASE("busy_wait: a wake-up from a plain thread reaches a spinning worker", "[sched][busy_wait]") {
@@ -289,10 +295,7 @@ TEST_CASE("busy_wait: I/O readiness is served while the other worker runs a fibe
 // to the worker (the test stores it before asking, the fiber loads the ask
 // with acquire), and the worker reads the floor afresh each time it runs dry.
 TEST_CASE("busy_wait: a floor set while running makes idle workers spin, and 0 stops them", "[sched][busy_wait]") {
-  runtime_options o;
-  o.workers = 1;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(plain(1));
   r.start();
   pinger p;
   launch(p.t, &pinger_body, &p);
@@ -319,38 +322,15 @@ TEST_CASE("busy_wait: a floor set while running makes idle workers spin, and 0 s
 
 TEST_CASE("busy_wait: a deterministic runtime ignores the floor, and a new runtime starts without it",
           "[sched][busy_wait]") {
+  runtime_options det = plain(1);
+  det.deterministic = true;
+  CHECK(spins_in_20_rounds(det, [] { set_busy_wait_floor(max_busy_wait); }) == 0);
   {
-    runtime_options o;
-    o.workers = 1;
-    o.quiet = true;
-    o.deterministic = true;
-    runtime r(o);
-    r.start();
-    set_busy_wait_floor(max_busy_wait);
-    pinger p;
-    launch(p.t, &pinger_body, &p);
-    ask_rounds(p, 20, [&](int) { wake(&p.t); });
-    finish(r, p);
-    CHECK(total_spins(r) == 0);
-  }
-  {
-    runtime_options o;
-    o.workers = 1;
-    o.quiet = true;
-    runtime r(o);
+    runtime r(plain(1));
     r.start();
     set_busy_wait_floor(max_busy_wait);
     r.stop();
   }
   set_busy_wait_floor(max_busy_wait);  // no runtime runs: a no-op
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
-  r.start();
-  pinger p;
-  launch(p.t, &pinger_body, &p);
-  ask_rounds(p, 20, [&](int) { wake(&p.t); });
-  finish(r, p);
-  CHECK(total_spins(r) == 0);
+  CHECK(spins_in_20_rounds(plain(2), [] {}) == 0);
 }
