@@ -23,14 +23,10 @@ CALLS=${3:-20000}
 ROUNDS=${4:-2}
 CLIENT=${DISTBENCH_CLIENT:-$(dirname "$DIST_ECHO")/../tools/distbench/distbench_client}
 [ -x "$CLIENT" ] || { echo "distbench: no distbench_client at $CLIENT (build target distbench_client)" >&2; exit 2; }
-HOST=$(hostname | cut -d. -f1)
+. "$(dirname "$0")/lib.sh"
 COOKIE=distbench_$$
-OUT=$(mktemp -d /tmp/distbench.XXXXXX)
 HERD=herdbench_$$
 BEAM=beambench_$$
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$OUT"; }
-trap cleanup EXIT
 BW=${DISTBENCH_BUSY_WAIT_US:-0}
 case $BW in none) ;; *[!0-9]*|'') echo "distbench: DISTBENCH_BUSY_WAIT_US must be a number of microseconds or none" >&2; exit 2;; esac
 HERDS=herdbwbench_$$
@@ -41,36 +37,19 @@ if [ "$BW" != none ]; then
   "$DIST_ECHO" --sname "$HERDS" --cookie "$COOKIE" --workers 2 --busy-wait-us "$BW" >"$OUT/herds.log" 2>&1 &
   pids="$pids $!"
 fi
-erl -sname "$BEAM" -setcookie "$COOKIE" -noshell -eval '
-  Loop = fun L(C) ->
-           receive
-             {'"'"'$gen_call'"'"', From, count} -> gen:reply(From, C), L(C);
-             {'"'"'$gen_call'"'"', From, reset} -> gen:reply(From, ok), L(0);
-             {'"'"'$gen_call'"'"', From, T} -> gen:reply(From, T), L(C);
-             {From, T} when is_pid(From) -> From ! T, L(C);
-             _ -> L(C + 1)
-           end
-         end,
+erl -sname "$BEAM" -setcookie "$COOKIE" -noshell -eval "$ERL_SERVER_LOOP"'
   register(counter, spawn(fun() -> Loop(0) end)),
   register(echo, spawn(fun() -> Loop(0) end)),
   io:format("ready~n"), receive after infinity -> ok end.' >"$OUT/beam.log" 2>&1 &
 pids="$pids $!"
-for i in $(seq 1 600); do
-  grep -q "node $HERD@" "$OUT/herd.log" 2>/dev/null && grep -q ready "$OUT/beam.log" 2>/dev/null &&
-    { [ "$BW" = none ] || grep -q "node $HERDS@" "$OUT/herds.log" 2>/dev/null; } && break
-  sleep 0.1
-done
+wait_for "$OUT/herd.log" "node $HERD@" && wait_for "$OUT/beam.log" ready &&
+  { [ "$BW" = none ] || wait_for "$OUT/herds.log" "node $HERDS@"; } ||
+  { echo "distbench: a server did not start" >&2; cat "$OUT"/*.log >&2; exit 1; }
 
-erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval '
+erl -sname client_$$ -setcookie "$COOKIE" -noshell -eval "$ERL_ONEWAY"'
   N = '"$N"', Calls = '"$CALLS"',
   Bench = fun(Peer, Node) ->
-    ok = gen_server:call({counter, Node}, reset, infinity),
-    T0 = erlang:monotonic_time(microsecond),
-    lists:foreach(fun(I) -> {counter, Node} ! {tick, I} end, lists:seq(1, N)),
-    Count = gen_server:call({counter, Node}, count, infinity),
-    T1 = erlang:monotonic_time(microsecond),
-    io:format("RESULT workload=throughput from=beam to=~s msgs=~p counted=~p ms=~.1f msgs_per_s=~p~n",
-              [Peer, N, Count, (T1 - T0) / 1000, round(N * 1000000 / (T1 - T0))]),
+    Oneway(Peer, Node, N),
     T2 = erlang:monotonic_time(microsecond),
     lists:foreach(fun(_) -> ping = gen_server:call({echo, Node}, ping, infinity) end, lists:seq(1, Calls)),
     T3 = erlang:monotonic_time(microsecond),

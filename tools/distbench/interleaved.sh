@@ -11,31 +11,18 @@ DIST_ECHO=${1:?usage: interleaved.sh PATH/TO/dist_echo [BLOCKS] [CALLS] [WORKERS
 K=${2:-8}
 M=${3:-2000}
 W=${4:-2}
-HOST=$(hostname | cut -d. -f1)
+. "$(dirname "$0")/lib.sh"
 C=interleaved_$$
 H=iherd_$$
 B=ibeam_$$
-OUT=$(mktemp -d /tmp/interleaved.XXXXXX)
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$OUT"; }
-trap cleanup EXIT
 "$DIST_ECHO" --sname "$H" --cookie "$C" --workers "$W" >"$OUT/herd.log" 2>&1 &
 pids="$pids $!"
-erl -sname "$B" -setcookie "$C" -noshell -eval '
-  Loop = fun L() ->
-           receive
-             {'"'"'$gen_call'"'"', From, T} -> gen:reply(From, T), L();
-             {From, T} when is_pid(From) -> From ! T, L();
-             _ -> L()
-           end
-         end,
-  register(echo, spawn(fun() -> Loop() end)),
+erl -sname "$B" -setcookie "$C" -noshell -eval "$ERL_SERVER_LOOP"'
+  register(echo, spawn(fun() -> Loop(0) end)),
   io:format("ready~n"), receive after infinity -> ok end.' >"$OUT/beam.log" 2>&1 &
 pids="$pids $!"
-for i in $(seq 1 600); do
-  grep -q "node $H@" "$OUT/herd.log" 2>/dev/null && grep -q ready "$OUT/beam.log" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for "$OUT/herd.log" "node $H@" && wait_for "$OUT/beam.log" ready ||
+  { echo "interleaved: a server did not start" >&2; cat "$OUT"/*.log >&2; exit 1; }
 erl -sname "iclient_$$" -setcookie "$C" -noshell -eval '
   H = list_to_atom("'"$H@$HOST"'"), B = list_to_atom("'"$B@$HOST"'"), K = '"$K"', M = '"$M"',
   Call = fun(N) -> ping = gen_server:call({echo, N}, ping, infinity) end,

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 # oneway_to_beam: issue 18's one-way row into a BEAM node, alone. One BEAM
 # node runs distbench.sh's counter; a herd sender (distbench_client) and a
 # BEAM sender take turns sending it N {tick, I} messages and then asking for
@@ -14,38 +14,19 @@ CLIENT=${1:?usage: oneway_to_beam.sh PATH/TO/distbench_client [N] [REPS]}
 N=${2:-300000}
 REPS=${3:-5}
 [ -x "$CLIENT" ] || { echo "oneway_to_beam: no distbench_client at $CLIENT" >&2; exit 2; }
-HOST=$(hostname | cut -d. -f1)
+. "$(dirname "$0")/lib.sh"
 COOKIE=oneway_$$
 RX=rx_$$
-OUT=$(mktemp -d /tmp/oneway.XXXXXX)
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$OUT"; }
-trap cleanup EXIT
-erl -sname "$RX" -setcookie "$COOKIE" -noshell -eval '
-  Loop = fun L(C) ->
-           receive
-             {'"'"'$gen_call'"'"', From, count} -> gen:reply(From, C), L(C);
-             {'"'"'$gen_call'"'"', From, reset} -> gen:reply(From, ok), L(0);
-             _ -> L(C + 1)
-           end
-         end,
+erl -sname "$RX" -setcookie "$COOKIE" -noshell -eval "$ERL_SERVER_LOOP"'
   register(counter, spawn(fun() -> Loop(0) end)),
   io:format("ready~n"), receive after infinity -> ok end.' >"$OUT/rx.log" 2>&1 &
 pids="$pids $!"
-for _ in $(seq 1 600); do grep -q ready "$OUT/rx.log" 2>/dev/null && break; sleep 0.1; done
-grep -q ready "$OUT/rx.log" || { echo "oneway_to_beam: the BEAM node did not start" >&2; cat "$OUT/rx.log" >&2; exit 1; }
+wait_for "$OUT/rx.log" ready || { echo "oneway_to_beam: the BEAM node did not start" >&2; cat "$OUT/rx.log" >&2; exit 1; }
 for r in $(seq 1 "$REPS"); do
   "$CLIENT" --sname htx_${r}_$$ --cookie "$COOKIE" --target "$RX@$HOST" --label beam \
     --msgs "$N" --calls 0 --rounds 1 | grep '^RESULT workload=throughput' | tee -a "$OUT/results"
-  erl -sname btx_${r}_$$ -setcookie "$COOKIE" -noshell -eval '
-    N = '"$N"', Node = list_to_atom("'"$RX@$HOST"'"),
-    ok = gen_server:call({counter, Node}, reset, infinity),
-    T0 = erlang:monotonic_time(microsecond),
-    lists:foreach(fun(I) -> {counter, Node} ! {tick, I} end, lists:seq(1, N)),
-    C = gen_server:call({counter, Node}, count, infinity),
-    T1 = erlang:monotonic_time(microsecond),
-    io:format("RESULT workload=throughput from=beam to=beam msgs=~p counted=~p ms=~.1f msgs_per_s=~p~n",
-              [N, C, (T1 - T0) / 1000, round(N * 1000000 / (T1 - T0))]),
+  erl -sname btx_${r}_$$ -setcookie "$COOKIE" -noshell -eval "$ERL_ONEWAY"'
+    Oneway("beam", list_to_atom("'"$RX@$HOST"'"), '"$N"'),
     halt().' | tee -a "$OUT/results"
 done
 awk '

@@ -6,15 +6,11 @@
 # and erl. The figures of docs/handoff.md (issue 19).
 set -eu
 DIST_ECHO=$1; LABEL=$2; M=${3:-5000}; W=${4:-2}
-HOST=$(hostname | cut -d. -f1)
+. "$(dirname "$0")/lib.sh"
 C=dp_$$; H=dpherd_$$
-OUT=$(mktemp -d /tmp/roundtrip_counts.XXXXXX)
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
 "$DIST_ECHO" --sname "$H" --cookie "$C" --workers "$W" >"$OUT/herd.log" 2>&1 &
 hp=$!; pids="$pids $hp"
-for i in $(seq 1 600); do grep -q "node $H@" "$OUT/herd.log" 2>/dev/null && break; sleep 0.1; done
+wait_for "$OUT/herd.log" "node $H@" || { echo "roundtrip_counts: dist_echo did not start" >&2; cat "$OUT/herd.log" >&2; exit 1; }
 # warm the connection first, then count
 erl -sname "dpw_$$" -setcookie "$C" -noshell -eval '
   H = list_to_atom("'"$H@$HOST"'"),
@@ -35,4 +31,3 @@ kill -INT $pp; wait $pp 2>/dev/null || true
 g() { awk -F, -v k="$1" '$3==k{print $1}' "$OUT/perf"; }
 N=$((2 * M))
 echo "$LABEL workers=$W rts=$N $R cs_per_rt=$(echo "scale=2; $(g context-switches)/$N" | bc) wakeups_per_rt=$(echo "scale=2; $(g sched:sched_wakeup)/$N" | bc) futex_per_rt=$(echo "scale=2; $(g syscalls:sys_enter_futex)/$N" | bc) epoll_per_rt=$(echo "scale=2; $(g syscalls:sys_enter_epoll_wait)/$N" | bc) cpu_us_per_rt=$(echo "scale=2; $(g task-clock)*1000/$N" | bc) load=$(cut -d' ' -f1 /proc/loadavg)"
-rm -rf "$OUT"
