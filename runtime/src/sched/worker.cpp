@@ -284,7 +284,7 @@ fiber* worker::steal() {
   // or its timers.
   for (unsigned i = 0; i < n; ++i) {
     worker* v = rt.workers[(start + i) % n].get();
-    if (v == this || !v->stuck.load(std::memory_order_relaxed)) continue;
+    if (v == this || !v->open_to_thieves()) continue;
     if (uint64_t now = now_ms(); v->timers.earliest() <= now) v->timers.advance(now, &wake_from_timer, this);
     if (fiber* f = ring.pop()) return f;  // what those timers woke
     if (!v->run_next.load(std::memory_order_relaxed)) continue;

@@ -59,6 +59,11 @@ class worker {
   // then take its run next).
   std::atomic<const fiber*> running{nullptr};
   std::atomic<bool> stuck{false};
+  // Any thread: whether another worker may take this one's run next (and
+  // fire its timers): only while it is stuck, for run next is its owner's
+  // to run. steal's last pass takes by it, and a parking worker's re-check
+  // counts by it (work_pending_anywhere), so the two cannot disagree.
+  bool open_to_thieves() const noexcept { return stuck.load(std::memory_order_relaxed); }
 
   // Owner only (the caller is this worker's thread: this_worker() == this).
   // start(): the child to run depth-first once the spawning fiber suspends.

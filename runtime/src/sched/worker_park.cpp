@@ -136,8 +136,8 @@ fiber* worker::take_migrant() {
 void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, this); }
 
 // What this worker could take if it stayed awake: rings, the global queues,
-// and another worker's run next only while that worker is stuck (steal's rule:
-// run next is its owner's to run). Counting every run next made the last
+// and another worker's run next only while steal could take it
+// (open_to_thieves). Counting every run next made the last
 // searcher notify itself and park again, in a loop, for as long as a busy
 // worker had a fiber in run next — 8.5 parks per caller, each with two clock
 // reads and the idle word's mutex twice, when 1M spawns blocked in a call
@@ -145,7 +145,7 @@ void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, t
 bool worker::work_pending_anywhere() const {
   for (auto& w : rt.workers) {
     if (!w->ring.empty_approx()) return true;
-    if (w.get() != this && w->stuck.load(std::memory_order_relaxed) && w->run_next.load(std::memory_order_seq_cst))
+    if (w.get() != this && w->open_to_thieves() && w->run_next.load(std::memory_order_seq_cst))
       return true;
   }
   return !rt.inject.empty_seq_cst() || !rt.high.empty() || !rt.low.empty();
