@@ -31,7 +31,6 @@ class mailbox {
   // Senders' side first: a send touches the control block's first lines only.
   std::atomic<message*> in_{nullptr};  // senders' end: newest first
   std::atomic<uint64_t> enqueued{0};
-  std::atomic<uint64_t> dequeued{0};
   // spawn_options::max_mailbox, set before the process starts (0: none).
   // limit_hit: set by the sender whose push crossed the limit (it acts);
   // cleared by the owner once a log-only limit drained below half.
@@ -82,12 +81,17 @@ class mailbox {
   // Owner.
   bool incoming_empty() const noexcept { return in_.load(std::memory_order_seq_cst) == nullptr; }
 
-  // Owner: the save queue.
+  // The receive mark: the last message in the save queue when the mark was
+  // made (nullptr: before the first). Valid while mark_set. Owner; written
+  // once per call, so it may share the senders' line (process.hpp).
+  message* mark = nullptr;
+  // Owner: the save queue, and what it has taken out. These are written per
+  // message, so they sit on a line of their own, not the senders' (in_,
+  // enqueued): a receiver draining a backlog while another core pushes would
+  // otherwise take that line back from the senders at every message.
   message* save_head = nullptr;
   message* save_tail = nullptr;
-  // The receive mark: the last message in the save queue when the mark was
-  // made (nullptr: before the first). Valid while mark_set.
-  message* mark = nullptr;
+  std::atomic<uint64_t> dequeued{0};
   bool mark_set = false;
 
   // Owner: unlinks m (whose predecessor in the save queue is prev, or nullptr).

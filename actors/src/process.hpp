@@ -23,6 +23,7 @@
 #include "mailbox.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace herd::detail {
@@ -87,6 +88,16 @@ struct alignas(64) process final : rt::fiber {
 // Every field since 328 bytes sits in what alignas(64) would pad anyway:
 // a process must not grow (tools/actorbench's bytes_per_actor).
 static_assert(sizeof(process) == 384);
+// Senders write the line of mbox.in_; the owner writes mbox.save_head and
+// mbox.dequeued per message taken. Sharing a line would make a receiver and
+// senders on other cores pass it to and fro at every message (fan-in).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+static_assert((offsetof(process, mbox) + offsetof(mailbox, in_)) / 64 !=
+                  (offsetof(process, mbox) + offsetof(mailbox, save_head)) / 64 &&
+              (offsetof(process, mbox) + offsetof(mailbox, save_head)) / 64 ==
+                  (offsetof(process, mbox) + offsetof(mailbox, dequeued)) / 64);
+#pragma GCC diagnostic pop
 
 // The process running on this thread, or nullptr.
 process* self_process() noexcept;
