@@ -58,14 +58,17 @@ struct fiber {
   priority prio = priority::normal;
   uint8_t rt_flags = 0;        // runtime-private
   uint16_t stack_class = 0;    // stack size class requested at spawn
-  uint32_t reductions_left = 0;
-  uint32_t eh_uncaught = 0;    // libstdc++'s per-thread exception state, saved per fiber (with eh_caught)
   void* ctx = nullptr;         // saved context; nullptr when not started or hibernated
   stack_slot* stack = nullptr; // nullptr when hibernated
   void* side = nullptr;        // the worker-side switch state of the thread running it
   void* eh_caught = nullptr;
   const fiber_ops* ops = nullptr;
   fiber_timer timer;
+  // Off the first line: every send to this fiber reads `state`, and a fiber
+  // that counts a reduction per message it takes (a receiver draining a
+  // backlog) would otherwise take that line from the senders' cores each time.
+  uint32_t reductions_left = 0;
+  uint32_t eh_uncaught = 0;    // libstdc++'s per-thread exception state, saved per fiber (with eh_caught)
   std::atomic<uint64_t> reductions{0};    // total; relaxed, for the observer
   std::atomic<uint64_t> last_run_ms{0};   // relaxed, for the observer
   std::atomic<uintptr_t> low_sp{0};       // lowest stack pointer seen at a switch; relaxed
