@@ -93,6 +93,9 @@ class mailbox {
   message* save_tail = nullptr;
   std::atomic<uint64_t> dequeued{0};
   bool mark_set = false;
+  // limit != 0, set with it: unlink's per-message test reads this copy, not
+  // `limit` on the senders' line.
+  bool limited = false;
 
   // Owner: unlinks m (whose predecessor in the save queue is prev, or nullptr).
   void unlink(message* prev, message* m) noexcept {
@@ -102,7 +105,7 @@ class mailbox {
     if (save_tail == m) save_tail = prev;
     if (mark_set && mark == m) mark = prev;
     dequeued.store(dequeued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (limit) rearm_limit();
+    if (limited) rearm_limit();
   }
 
   // Owner (or after the last grace period): frees every message in the save

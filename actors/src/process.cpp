@@ -325,6 +325,7 @@ pid launch(process* p, const spawn_options& o) {
   if (o.max_mailbox.messages) {
     p->mbox.limit = static_cast<uint32_t>(std::min<std::size_t>(o.max_mailbox.messages, UINT32_MAX));
     p->mbox.limit_kill = o.max_mailbox.kill;
+    p->mbox.limited = p->mbox.limit != 0;
     p->mbox.limit_log = o.max_mailbox.log;
   }
   pid id;
