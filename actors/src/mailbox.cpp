@@ -2,15 +2,21 @@
 
 namespace herd::detail {
 
-message* mailbox::reverse(message* newest) noexcept {
+mailbox::batch mailbox::reverse(message* newest) noexcept {
+  batch b;
+  b.newest = newest;
   message* oldest = nullptr;
+  uint32_t kinds = 0;
   while (newest) {
     message* n = next_of(newest);
+    kinds |= newest->kind;
     newest->next.store(oldest, std::memory_order_relaxed);
     oldest = newest;
     newest = n;
   }
-  return oldest;
+  b.oldest = oldest;
+  b.all_user = kinds == 0;
+  return b;
 }
 
 void mailbox::clear_saved() noexcept {

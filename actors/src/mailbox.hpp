@@ -63,11 +63,30 @@ class mailbox {
 
   // Owner. Takes every pushed message, oldest first, as a list linked through
   // next (nullptr if none). The caller files each one (append) or consumes it.
-  message* take_all() noexcept {
-    if (!in_.load(std::memory_order_relaxed)) return nullptr;
+  message* take_all() noexcept { return take_batch().oldest; }
+
+  // Owner. take_all for the drain: also the newest message, and whether every
+  // one is a user message (kind 0), read while the reversal has each line in
+  // hand — such a batch joins the save queue in one step (append_batch), not
+  // in a second walk over lines a long backlog has already pushed out of cache.
+  struct batch {
+    message* oldest = nullptr;
+    message* newest = nullptr;
+    bool all_user = true;
+  };
+  batch take_batch() noexcept {
+    if (!in_.load(std::memory_order_relaxed)) return {};
     message* newest = in_.exchange(nullptr, std::memory_order_seq_cst);
-    if (!newest->next.load(std::memory_order_relaxed)) return newest;  // one: request/reply
+    if (!newest->next.load(std::memory_order_relaxed)) return {newest, newest, newest->kind == 0};  // one: request/reply
     return reverse(newest);
+  }
+
+  // Owner: files a batch of take_batch's (oldest..newest, linked) at the save
+  // queue's tail.
+  void append_batch(message* oldest, message* newest) noexcept {
+    if (save_tail) save_tail->next.store(oldest, std::memory_order_relaxed);
+    else save_head = oldest;
+    save_tail = newest;
   }
 
   // Owner: files m at the save queue's tail.
@@ -113,7 +132,7 @@ class mailbox {
   void clear_saved() noexcept;
 
  private:
-  static message* reverse(message* newest) noexcept;
+  static batch reverse(message* newest) noexcept;
 };
 
 inline message* next_of(const message* m) noexcept {

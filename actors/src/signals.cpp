@@ -170,12 +170,13 @@ bool send_signal(pid to, uint32_t kind, message* m) noexcept {
 
 message* drain_mailbox(process* p) {
   mailbox& mb = p->mbox;
-  message* m = mb.take_all();
-  if (!m) return nullptr;
-  if (m->kind == kind_user && !m->next.load(std::memory_order_relaxed)) {  // the common case
-    mb.append(m);
-    return m;
+  static_assert(kind_user == 0);  // what take_batch's all_user tests
+  const mailbox::batch b = mb.take_batch();
+  if (b.all_user) {  // the common case (also: nothing taken)
+    if (b.oldest) mb.append_batch(b.oldest, b.newest);
+    return b.oldest;
   }
+  message* m = b.oldest;
   message* first = nullptr;
   int64_t consumed = 0;  // signals acted on, late replies dropped: no longer waiting
   while (m) {
