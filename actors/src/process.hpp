@@ -32,9 +32,12 @@ struct interned_name;
 struct relations;
 struct trace_core;
 
-// Layout: the fiber's first cache line holds what every switch touches; the
-// process's first line (id, then the mailbox's senders' end and save queue)
-// what every send and receive touches.
+// Layout: the fiber's first cache line holds what every switch touches and
+// the `state` every send reads; the process's first line (id, then the
+// mailbox's senders' end) what every send touches; the next one the save
+// queue, which the owner writes per message taken. What the owner writes or
+// reads per message stays off the lines senders use: a receiver draining a
+// backlog while other cores send would take those lines back each time.
 struct alignas(64) process final : rt::fiber {
   pid id;
   // The observer's trace of this process (trace.hpp), or nullptr: every
