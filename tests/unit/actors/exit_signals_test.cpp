@@ -3,6 +3,8 @@
 // reference manual ("Processes": exit signals) states them. One test per rule.
 #include "links_fixture.hpp"
 
+#include <string>
+
 using namespace std::chrono_literals;
 using herd::test::dtor_probe;
 using herd::test::run_node;
@@ -229,5 +231,36 @@ TEST_CASE("messages sent before exit(pid, reason) reach a trapping receiver befo
   CHECK(in_order);
   CHECK(order.back() == -1);
   CHECK(from_ok);
+}
+
+// The drain files a batch of only user messages in one splice and walks any
+// other batch message by message: an exit signal between two runs of user
+// messages, all queued while the receiver waits for something else, still
+// comes out between them.
+TEST_CASE("an exit_msg between two runs of messages from one sender comes out between them", "[links]") {
+  unsigned workers = HERD_WORKERS();
+  const int n = 500;
+  std::vector<int> order;  // message numbers, -1 for the exit_msg
+  auto r = run_node(opts(workers), [&] {
+    herd::trap_exit(true);
+    herd::pid me = herd::self();
+    herd::spawn([me, n] {
+      for (int i = 0; i < n; ++i) herd::send(me, seq{i});
+      herd::exit(me, herd::exit_reason::shutdown("between"));
+      for (int i = n; i < 2 * n; ++i) herd::send(me, seq{i});
+      herd::send(me, std::string("last"));
+    });
+    herd::receive([](const std::string&) {});  // everything before it is queued and filed now
+    for (int k = 0; k < 2 * n + 1; ++k)
+      herd::receive([&](seq x) { order.push_back(x.n); }, [&](herd::exit_msg) { order.push_back(-1); },
+                    herd::after(5s, [] {}));
+  });
+  CHECK(r.is_normal());
+  REQUIRE(order.size() == std::size_t(2 * n) + 1);
+  bool in_order = true;
+  for (int i = 0; i < n; ++i) in_order = in_order && order[std::size_t(i)] == i;
+  CHECK(order[std::size_t(n)] == -1);
+  for (int i = n; i < 2 * n; ++i) in_order = in_order && order[std::size_t(i) + 1] == i;
+  CHECK(in_order);
 }
 
