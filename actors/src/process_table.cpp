@@ -1,5 +1,7 @@
 #include "process_table.hpp"
 
+#include "process.hpp"
+
 #include <herd/runtime/thread_safety.hpp>
 #include <sys/mman.h>
 
@@ -89,5 +91,21 @@ void process_table::release(pid p, unsigned worker) {
   free_.push_back(p.index);
 }
 
+
+void process_table::prefetch(pid p, int stage) const noexcept {
+  if (p.index >= cap_) return;
+  const slot& s = slots_[p.index];
+  if (stage == 0) {
+    __builtin_prefetch(&s);
+    return;
+  }
+  const process* proc = s.ptr.load(std::memory_order_relaxed);
+  if (!proc) return;
+  // Written by the push (mbox.in_, enqueued) and the wake-up (state): ask
+  // for them writable. A block freed meanwhile is still mapped (the
+  // allocator keeps it), and a prefetch never faults anyway.
+  __builtin_prefetch(proc, 1);
+  __builtin_prefetch(&proc->mbox, 1);
+}
 
 }  // namespace herd::detail

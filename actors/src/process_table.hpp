@@ -46,6 +46,12 @@ class process_table {
     return proc && proc->id == p ? proc : nullptr;
   }
 
+  // Any thread: prefetches for lookup(p) and a push into the process found.
+  // Stage 0: the slot. Stage 1: the control block the slot points at (a
+  // relaxed load: nothing is dereferenced), its first line (the fiber's
+  // state, which a wake-up writes) and the mailbox's senders' line.
+  void prefetch(pid p, int stage) const noexcept;
+
   std::size_t capacity() const noexcept { return cap_; }
   // For node shutdown: calls fn(process*) for every published slot.
   template <class F>

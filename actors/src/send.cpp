@@ -80,6 +80,11 @@ bool deliver(std::string_view name, message* m) noexcept {
   return deliver(*to, m);
 }
 
+void prefetch_post(pid to, int stage) noexcept {
+  node_state* n = current_node();
+  if (n) n->table.prefetch(to, stage);
+}
+
 bool post_deferred(pid to, message* note) noexcept {
   node_state* n = current_node();
   note->kind = kind_deferred;

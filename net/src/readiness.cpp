@@ -135,6 +135,14 @@ void post_note(socket_impl* s) noexcept {
 
 void retire_socket(socket_impl* s) noexcept { rt::retire(s, &free_socket); }
 
+// The poller's look ahead (io_source::prefetch): the owner's slot, then its
+// control block; stage 0 also the note, which post_note writes.
+void prefetch_ready(const rt::io_source* src, int stage) noexcept {
+  auto* s = reinterpret_cast<const socket_impl*>(src);
+  if (stage == 0) __builtin_prefetch(&s->note, 1);
+  herd::detail::prefetch_post(pid_of(s->owner.load(std::memory_order_relaxed)), stage);
+}
+
 void on_ready(rt::io_source* src, uint32_t events) noexcept {
   auto* s = reinterpret_cast<socket_impl*>(src);
   uint32_t bits = 0;
@@ -154,6 +162,7 @@ socket_impl* make_socket(int fd, pid owner, int* err, uint32_t initial) noexcept
     return nullptr;
   }
   s->src.on_ready = &on_ready;
+  s->src.prefetch = &prefetch_ready;
   s->fd = fd;
   // relaxed: a unique serial; nothing is published through it.
   s->id = socket_id{g_next_id.fetch_add(1, std::memory_order_relaxed) + 1};

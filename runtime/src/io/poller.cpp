@@ -56,7 +56,25 @@ int poller::poll(int timeout_ms, int max_events) noexcept {
   uint64_t epoch = begun_.fetch_add(1, std::memory_order_seq_cst) + 1;
   int n = epoll_wait(epfd_, evs, max_events, timeout_ms);
   int dispatched = 0;
+  // A pipeline of loads ahead of the dispatch (io_source::prefetch): the
+  // source four events ahead, then its own stages two and one ahead.
+  auto source_at = [&](int k) -> const io_source* {
+    void* p = evs[k].data.ptr;
+    return p == &wake_marker ? nullptr : static_cast<const io_source*>(p);
+  };
+  auto stage = [&](int k, int st) {
+    if (k >= n) return;
+    const io_source* s = source_at(k);
+    if (s && s->prefetch) s->prefetch(s, st);
+  };
+  for (int k = 0; k < n && k < 4; ++k) __builtin_prefetch(evs[k].data.ptr);
+  stage(0, 0);
+  stage(1, 0);
+  stage(0, 1);
   for (int i = 0; i < n; ++i) {
+    if (i + 4 < n) __builtin_prefetch(evs[i + 4].data.ptr);
+    stage(i + 2, 0);
+    stage(i + 1, 1);
     void* p = evs[i].data.ptr;
     if (p == &wake_marker) {
       uint64_t v;

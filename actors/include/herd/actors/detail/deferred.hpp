@@ -38,4 +38,10 @@ struct deferred_ops : message_ops {
 // false. Never allocates.
 bool post_deferred(pid to, message* note) noexcept;
 
+// Any thread; only reads and prefetches. What post_deferred(to, ...) will
+// touch, in two steps a little apart: stage 0 the process table's slot of
+// `to`, stage 1 (the slot loaded by then) its control block's lines that the
+// push and the wake-up write. For an I/O source's io_source::prefetch.
+void prefetch_post(pid to, int stage) noexcept;
+
 }  // namespace herd::detail
