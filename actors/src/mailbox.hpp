@@ -38,6 +38,16 @@ class mailbox {
   bool limit_kill = false, limit_log = false;
   std::atomic<bool> limit_hit{false};
 
+  // Before the process starts: the limit (0: none) and what passing it does.
+  // The one place that sets `limit`, so its owner-side copy `limited` (below)
+  // cannot disagree with it.
+  void set_limit(uint32_t n, bool kill, bool log) noexcept {
+    limit = n;
+    limit_kill = kill;
+    limit_log = log;
+    limited = n != 0;
+  }
+
   // Any thread; approximate. A sender counts its push after the CAS that
   // published it, so the owner may already have counted it taken: 0 then,
   // never a wrapped-around huge length (which would trip a limit).
@@ -112,8 +122,8 @@ class mailbox {
   message* save_tail = nullptr;
   std::atomic<uint64_t> dequeued{0};
   bool mark_set = false;
-  // limit != 0, set with it: unlink's per-message test reads this copy, not
-  // `limit` on the senders' line.
+  // limit != 0 (set_limit keeps it so): unlink's per-message test reads this
+  // copy, not `limit` on the senders' line.
   bool limited = false;
 
   // Owner: unlinks m (whose predecessor in the save queue is prev, or nullptr).

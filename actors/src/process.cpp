@@ -323,10 +323,8 @@ pid launch(process* p, const spawn_options& o) {
   if (!n) return fail("herd: spawn with no running node");
   p->prio = o.prio;
   if (o.max_mailbox.messages) {
-    p->mbox.limit = static_cast<uint32_t>(std::min<std::size_t>(o.max_mailbox.messages, UINT32_MAX));
-    p->mbox.limit_kill = o.max_mailbox.kill;
-    p->mbox.limited = p->mbox.limit != 0;
-    p->mbox.limit_log = o.max_mailbox.log;
+    p->mbox.set_limit(static_cast<uint32_t>(std::min<std::size_t>(o.max_mailbox.messages, UINT32_MAX)),
+                      o.max_mailbox.kill, o.max_mailbox.log);
   }
   pid id;
   if (!n->table.allocate(id, rt::worker_index()))

@@ -102,8 +102,8 @@ void process_table::prefetch(pid p, int stage) const noexcept {
   const process* proc = s.ptr.load(std::memory_order_relaxed);
   if (!proc) return;
   // Written by the push (mbox.in_, enqueued) and the wake-up (state): ask
-  // for them writable. A block freed meanwhile is still mapped (the
-  // allocator keeps it), and a prefetch never faults anyway.
+  // for them writable. Nothing is dereferenced, and a prefetch of a block
+  // freed meanwhile never faults.
   __builtin_prefetch(proc, 1);
   __builtin_prefetch(&proc->mbox, 1);
 }
