@@ -24,7 +24,10 @@
 //
 // Each peer scope is monitored (as pg does): its DOWN — the scope process
 // ending while its node stays up, or noconnection — drops its members; a
-// nodedown does the same for every peer on that node at once.
+// nodedown does the same for every peer on that node at once. A new peer
+// on a node replaces the one still listed there, and one on a node no
+// longer connected is not taken (add_peer: a peer's herd::pid changes when
+// its connection's pids are swept, before the nodedown is sent).
 #include <herd/actors/links.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/process.hpp>
@@ -219,8 +222,7 @@ class scope_sync {
       if (!pids.empty()) groups.push_back(herd::term::tuple({herd::term::binary(group), pid_list(pids)}));
     herd::term sync = herd::term::tuple({herd::atom("sync"), me_, herd::term::list(std::move(groups))});
     herd::dist::send(peer, herd::term_to_binary(herd::term::tuple({herd::atom("$gen_cast"), sync})));
-    if (peers_.count(peer)) return;
-    peers_.emplace(peer, peer_state{std::move(node), {}, herd::monitor(peer)});
+    if (peers_.count(peer) || !add_peer(peer, std::move(node))) return;
     herd::dist::send(peer, herd::term_to_binary(herd::term::tuple({herd::atom("discover"), me_})));
   }
 
@@ -230,8 +232,10 @@ class scope_sync {
     herd::pid peer = from_term(peer_term, origin);
     if (!peer.valid()) return;
     auto it = peers_.find(peer);
-    if (it == peers_.end())
-      it = peers_.emplace(peer, peer_state{std::string(peer_term.as_pid().node.text()), {}, herd::monitor(peer)}).first;
+    if (it == peers_.end()) {
+      if (!add_peer(peer, std::string(peer_term.as_pid().node.text()))) return;
+      it = peers_.find(peer);
+    }
     group_map now;
     for (const herd::term& g : groups.elements())
       if (g.is_tuple() && g.size() == 2) {
@@ -251,6 +255,21 @@ class scope_sync {
       herd::pg::detail::join_remote(name_, group, pids);
     }
     before = std::move(now);
+  }
+
+  // A peer not seen before, on a node still connected (a message read
+  // before its connection ended may be taken after: its node's nodedown is
+  // on the way). A node runs one scope of a name, so a peer still listed on
+  // the same node is gone: a restarted scope's DOWN has come first, and a
+  // message taken after its connection's pids were swept names the same
+  // scope under a new herd::pid (remote_pids.hpp) — its members must not be
+  // added on top of their own old entries.
+  bool add_peer(herd::pid peer, std::string node) {
+    auto up = herd::dist::nodes();
+    if (std::find(up.begin(), up.end(), node) == up.end()) return false;
+    node_down(node);
+    peers_.emplace(peer, peer_state{std::move(node), {}, herd::monitor(peer)});
+    return true;
   }
 
   void node_down(const std::string& node) {

@@ -11,7 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
+#include "fake_node.hpp"
 #include "peers.hpp"
 #include "support/node_fixture.hpp"
 #include "support/skip.hpp"
@@ -188,4 +190,58 @@ TEST_CASE("two herd nodes share a pg group both ways, with no BEAM node but epmd
   CHECK(back_joined);
   CHECK(back_left);
   CHECK(gone);
+}
+
+TEST_CASE("a new scope process on a peer node replaces the one listed there: its members go before the new one's come") {
+  using herd::term;
+  using herd::atom;
+  const std::string scope = "herd_pg_restart";
+  std::string err, events;
+  bool first = false, replaced = false, gone = false;
+  herd::test::run_node(herd::test::opts(2), [&] {
+    auto me = herd::dist::start(dist_opts());
+    if (!me) return void(err = me.error().message());
+    (void)herd::pg::get_members(scope, "g");  // makes the scope while distribution runs
+    if (!herd::test::eventually([&] { return herd::whereis(scope).has_value(); }, 30s))
+      return void(err = "the scope process is not registered");
+    auto mon = herd::pg::monitor(scope, "g");
+    std::map<herd::pid, uint32_t> id_of;  // while connected: a swept pid describes nothing
+    auto ids = [&] {
+      std::vector<uint32_t> out;
+      for (herd::pid p : herd::pg::get_members(scope, "g"))
+        if (auto d = herd::dist::describe(p)) out.push_back(id_of[p] = d->id);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    {
+      herd_test_dist::fake_node fake(*me, "pgrestart", cookie);
+      if (!fake.sock) return void(err = fake.err);
+      auto pid_of = [&](uint32_t id) { return term::pid(herd::erl_pid{atom(fake.id.name), id, 0, fake.id.creation}); };
+      auto sync = [&](uint32_t scope_id, uint32_t member) {
+        term groups = term::list({term::tuple({term::binary("g"), term::list({pid_of(member)})})});
+        return fake.reg_send(scope_id, scope, term::tuple({atom("$gen_cast"), term::tuple({atom("sync"), pid_of(scope_id), groups})}));
+      };
+      // The scope is <1.0> with member <10.0>; then it is <2.0> (restarted,
+      // its DOWN never sent) with member <20.0>.
+      if (!sync(1, 10)) return void(err = fake.err);
+      first = herd::test::eventually([&] { return ids() == std::vector<uint32_t>{10}; }, 30s);
+      if (!sync(2, 20)) return void(err = fake.err);
+      replaced = herd::test::eventually([&] { return ids() == std::vector<uint32_t>{20}; }, 30s);
+    }
+    gone = herd::test::eventually([&] { return herd::pg::get_members(scope, "g").empty(); }, 30s);
+    for (int n = 0; n < 4;)
+      herd::receive([&](const herd::pg::event& e) {
+        ++n;
+        events += e.kind == herd::pg::event::join ? " join" : " leave";
+        for (herd::pid p : e.pids) events.append(" ").append(std::to_string(id_of.count(p) ? id_of[p] : 0));
+      }, herd::after(30s, [&] { n = 4; }));
+    herd::dist::stop();
+  });
+  INFO(err << "\nevents:" << events);
+  CHECK(err.empty());
+  CHECK(first);
+  CHECK(replaced);
+  CHECK(gone);
+  // Never both at once: the old scope's member left before the new one's joined.
+  CHECK(events == " join 10 leave 10 join 20 leave 20");
 }
