@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <dirent.h>
+#include <sys/syscall.h>
 
 #include <fstream>
 #include <thread>
@@ -40,8 +41,12 @@ long logger_switches() {
   return found;
 }
 
-// The logger thread is blocked (state S in /proc: waiting for reports),
-// polled for up to a minute.
+// The logger thread is blocked in futex(2) and off its CPU, polled for up to
+// a minute. State S alone is not enough: it shows as soon as the thread sets
+// it, before schedule() counts the switch — and a thread preempted in that
+// window reads S with two switches still to come (CI stop 32 saw 3 -> 4).
+// Reading /proc/<tid>/syscall waits in the kernel (wait_task_inactive) until
+// the thread is really off the run queue, so its switch is counted by then.
 bool logger_waits() {
   return herd::test::eventually_on_thread([] {
     bool waiting = false;
@@ -58,6 +63,10 @@ bool logger_waits() {
       std::getline(st, line);
       auto close = line.rfind(')');  // the name may hold spaces: the state follows its ')'
       waiting = close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S';
+      if (!waiting) continue;
+      std::ifstream sc(dir + "/syscall");
+      std::string nr;
+      if (sc >> nr) waiting = nr == std::to_string(SYS_futex);  // "running" while on a CPU
     }
     closedir(d);
     return waiting;
