@@ -1,6 +1,7 @@
 /* echo_epoll: the plain-C limit herd's echo server is compared against.
  *
- *   echo_epoll [--port P] [--threads N]      (P = 0 picks a free port)
+ *   echo_epoll [--port P] [--threads N] [--footprint STACK,HEAP[,SLOT_KIB]]
+ *                                            (P = 0 picks a free port)
  *
  * One thread per core, each with its own epoll instance and its own
  * SO_REUSEPORT listening socket. Chosen over one shared listener with
@@ -16,6 +17,18 @@
  * connection is not read again until EPOLLOUT has drained it: memory per
  * connection is bounded by one read chunk.
  *
+ * --footprint (an experiment, off by default): per message, also touch STACK
+ * bytes at the top of a per-connection slot (64 KiB apart, as herd's
+ * default stacks, or SLOT_KIB) and HEAP bytes of a
+ * per-connection heap block, read and written a line at a time. It gives
+ * this server the per-connection memory traffic of an actor (the frames of
+ * its parked stack, its control block) without its instructions, to price
+ * that traffic on its own (docs/echo-path.md). With --footprint, SIGUSR1
+ * turns the touching off and on (it starts on) and prints a line for the
+ * window that ends: its state, the messages echoed, the process's CPU ns.
+ * Windows that alternate every second or two, paired, price the footprint
+ * against the same server under the same host phase (footprint_ab.py).
+ *
  * SIGTERM/SIGINT: the main thread waits for them with sigwait, then wakes
  * every worker through an eventfd; exit status 0.
  */
@@ -27,14 +40,17 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
@@ -44,7 +60,20 @@ struct conn {
   int fd;
   uint32_t len, off; /* unsent bytes in buf[off, len) */
   char *buf;         /* NULL unless a write has blocked */
+  char *heap;        /* --footprint only */
 };
+
+#define MAX_SLOT (1024 * 1024)
+static size_t fp_stack, fp_heap; /* --footprint */
+static size_t fp_slot = 64 * 1024;
+static _Atomic int fp_on = 1;     /* SIGUSR1 flips it */
+static _Atomic uint64_t echoed;   /* messages read and echoed, all workers */
+static char *fp_slots;           /* one slot per descriptor number */
+static long fp_nslots;
+
+static void touch(volatile char *p, size_t n) {
+  for (size_t i = 0; i < n; i += 64) p[i] = (char)(p[i] + 1);
+}
 
 struct worker {
   pthread_t thread;
@@ -64,6 +93,7 @@ static void die(const char *what) {
 static void close_conn(struct conn *c) {
   close(c->fd); /* also removes it from the epoll set */
   free(c->buf);
+  free(c->heap);
   free(c);
 }
 
@@ -87,6 +117,11 @@ static int flush(struct conn *c) {
 
 /* Reads until EAGAIN, echoing each chunk. Returns -1 when the connection is done. */
 static int echo(struct worker *w, struct conn *c) {
+  if (atomic_load_explicit(&fp_on, memory_order_relaxed)) {
+    if (fp_stack && c->fd < fp_nslots) touch(fp_slots + (size_t)(c->fd + 1) * fp_slot - fp_stack, fp_stack);
+    if (c->heap) touch(c->heap, fp_heap);
+  }
+  if (fp_stack || fp_heap) atomic_fetch_add_explicit(&echoed, 1, memory_order_relaxed);
   for (;;) {
     ssize_t r = recv(c->fd, w->scratch, CHUNK, 0);
     if (r == 0) return -1;
@@ -140,6 +175,10 @@ static void accept_all(struct worker *w) {
       continue;
     }
     c->fd = fd;
+    if (fp_heap && !(c->heap = calloc(1, fp_heap))) {
+      close_conn(c);
+      continue;
+    }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
     if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
       close_conn(c);
@@ -214,6 +253,15 @@ int main(int argc, char **argv) {
     } else if (i + 1 < argc && !strcmp(argv[i], "--threads")) {
       threads = strtol(argv[++i], &end, 10);
       if (*end || threads < 1 || threads > 1024) goto usage;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--footprint")) {
+      unsigned long st = 0, hp = 0, kib = 64;
+      int used = 0, n = sscanf(argv[++i], "%lu,%lu%n,%lu%n", &st, &hp, &used, &kib, &used);
+      if (n < 2 || argv[i][used] || kib < 4 || kib > MAX_SLOT / 1024 || (kib & (kib - 1)) || st > kib * 1024 ||
+          hp > MAX_SLOT || strchr(argv[i], '-'))
+        goto usage;
+      fp_stack = st;
+      fp_heap = hp;
+      fp_slot = kib * 1024;
     } else {
       goto usage;
     }
@@ -225,11 +273,18 @@ int main(int argc, char **argv) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
+  if (fp_stack) {
+    fp_nslots = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1048576 ? (long)rl.rlim_cur : 1048576;
+    fp_slots = mmap(NULL, (size_t)fp_nslots * fp_slot, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (fp_slots == MAP_FAILED) die("mmap");
+  }
   /* Workers inherit this mask, so the signals reach only sigwait below. */
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  if (fp_stack || fp_heap) sigaddset(&sigs, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
@@ -260,7 +315,23 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   int sig = 0;
-  sigwait(&sigs, &sig);
+  struct timespec t0;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  uint64_t n0 = 0;
+  for (;;) {
+    sigwait(&sigs, &sig);
+    if (sig != SIGUSR1) break;
+    struct timespec t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    uint64_t n1 = atomic_load(&echoed);
+    int was = atomic_load(&fp_on);
+    atomic_store(&fp_on, !was);
+    printf("WINDOW footprint=%d messages=%llu cpu_ns=%lld\n", was, (unsigned long long)(n1 - n0),
+           (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+    fflush(stdout);
+    t0 = t1;
+    n0 = n1;
+  }
   uint64_t one = 1;
   if (write(stop_fd, &one, sizeof one) < 0) die("write eventfd");
   for (long t = 0; t < threads; ++t) pthread_join(ws[t].thread, NULL);
@@ -268,6 +339,6 @@ int main(int argc, char **argv) {
   return 0;
 
 usage:
-  fprintf(stderr, "usage: echo_epoll [--port P] [--threads N]\n");
+  fprintf(stderr, "usage: echo_epoll [--port P] [--threads N] [--footprint STACK,HEAP[,SLOT_KIB]]\n");
   return 2;
 }
