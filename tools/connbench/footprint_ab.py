@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+from herdlib import stop  # noqa: E402
 
 
 def main():
@@ -96,16 +98,7 @@ def main():
             flips += 1
         client.wait(timeout=a.duration + 120)
     finally:
-        if client and client.poll() is None:
-            client.kill()
-            client.wait()
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+        stop(client, server, timeout=10)
     reader.join(timeout=5)
     ws = []
     for w in windows[1:]:  # the first one started before the measured phase

@@ -11,12 +11,11 @@
 #include <fstream>
 #include <stdexcept>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "etf_util.hpp"
 #include "peers.hpp"
-
-#include <sys/wait.h>
 #include "remote_pids.hpp"
 #include "support/node_fixture.hpp"
 #include "support/scale.hpp"
