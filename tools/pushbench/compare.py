@@ -105,7 +105,8 @@ def run_pushbench(a, server, conns):
     argv = ["taskset", "-c", "1", *RT, a.pushbench, "--port", str(server.port), "--connections", str(conns),
             "--rooms", str(a.rooms), "--push-rate", str(a.push_rate), "--room-rate", str(a.room_rate),
             "--duration", str(a.duration), "--warmup", str(a.warmup), "--server-pid", str(server.pid),
-            "--sources", "4", "--rate", str(a.rate), "--connect-timeout", "30", "--drain", "10"]
+            "--sources", "4", "--rate", str(a.rate), "--connect-timeout", "30", "--drain", "10",
+            "--push-tick-us", str(a.push_tick_us), "--busy-poll", "1" if a.busy_poll else "0"]
     if a.storm:
         argv += ["--storm", str(min(a.storm, conns)), "--storm-at", str(a.duration / 2)]
     timeout = conns / a.rate + a.duration + a.warmup + 180
@@ -158,6 +159,12 @@ def main():
     # still follows, and 30 s before a connect counts as failed.
     ap.add_argument("--rate", type=float, default=2000, help="WebSocket connects per second")
     ap.add_argument("--no-wrk", action="store_true")
+    # Both fix the load's shape so that it does not follow the server's own
+    # answers (docs/push-gateway.md, "Session 15: a load that does not follow
+    # the server"): pushes leave on a clock, and pushbench never sleeps while
+    # pushing, so no server pays for waking it.
+    ap.add_argument("--push-tick-us", type=int, default=250, help="pushes leave every this many us (0: whenever pushbench wakes)")
+    ap.add_argument("--busy-poll", type=int, default=1, choices=(0, 1), help="pushbench polls without sleeping while pushing")
     ap.add_argument("--storm", type=int, default=0, help="users that drop and reconnect within 1 s (pushbench --storm)")
     ap.add_argument("--quick", action="store_true", help="1 rep, 1,000 connections, 3 s")
     ap.add_argument("--out")

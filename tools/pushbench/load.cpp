@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ using connbench::now_ns;
 namespace {
 constexpr size_t kReadBuf = 1 << 16;
 constexpr uint64_t kPusherTag = 1ull << 63;
+constexpr uint64_t kTickTag = 1ull << 62;
 // RFC 6455's sample key: its Sec-WebSocket-Accept is known, so the answer is
 // checked without a SHA-1 here.
 constexpr const char* kKey = "dGhlIHNhbXBsZSBub25jZQ==";
@@ -81,6 +83,7 @@ Load::~Load() {
     if (w.fd >= 0) close(w.fd);
   for (auto& p : pushers_)
     if (p->fd >= 0) close(p->fd);
+  if (tick_fd_ >= 0) close(tick_fd_);
   if (ep_ >= 0) close(ep_);
 }
 
@@ -203,12 +206,17 @@ void Load::step(int timeout_ms) {
   const uint64_t now = now_ns();
   open_due(now);
   storm_due(now);
-  push_due(now);
+  if (tick_fd_ < 0) push_due(now);
   epoll_event evs[256];
-  int n = epoll_wait(ep_, evs, 256, timeout_ms);
+  int n = epoll_wait(ep_, evs, 256, cfg_.busy_poll && pushing_ ? 0 : timeout_ms);
   for (int i = 0; i < n; ++i) {
     const uint64_t d = evs[i].data.u64;
-    if (d & kPusherTag)
+    if (d == kTickTag) {
+      uint64_t expirations;
+      if (read(tick_fd_, &expirations, sizeof expirations) < 0 && !would_block())
+        throw std::runtime_error("timerfd read failed");
+      push_due(now_ns());
+    } else if (d & kPusherTag)
       on_pusher(*pushers_[d & ~kPusherTag], evs[i].events);
     else
       on_ws(ws_[d], evs[i].events);
@@ -469,12 +477,31 @@ void Load::start_pushing() {
     epoll_ctl(ep_, EPOLL_CTL_ADD, p->fd, &ev);
     pushers_.push_back(std::move(p));
   }
+  if (cfg_.push_tick_us > 0) {
+    tick_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tick_fd_ < 0) throw std::runtime_error(std::string("timerfd_create: ") + std::strerror(errno));
+    const long ns = static_cast<long>(cfg_.push_tick_us) * 1000;
+    itimerspec its{};
+    its.it_interval = {ns / 1'000'000'000, ns % 1'000'000'000};
+    its.it_value = its.it_interval;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kTickTag;
+    if (timerfd_settime(tick_fd_, 0, &its, nullptr) != 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, tick_fd_, &ev) != 0)
+      throw std::runtime_error(std::string("push tick timer: ") + std::strerror(errno));
+  }
   pushing_ = true;
   push_t0_ = now_ns();
   user_pushes_ = room_pushes_ = 0;
 }
 
-void Load::stop_pushing() { pushing_ = false; }
+void Load::stop_pushing() {
+  pushing_ = false;
+  if (tick_fd_ >= 0) {
+    close(tick_fd_);  // also leaves the epoll set
+    tick_fd_ = -1;
+  }
+}
 
 void Load::push_due(uint64_t now) {
   if (!pushing_) return;

@@ -28,6 +28,13 @@ struct Config {
   int pushers = 4;               // keep-alive HTTP connections that push
   int pipeline = 16;             // requests in flight per pusher at most
   int payload = 64;              // push body bytes (padded)
+  // Pushes go out on a fixed clock, every push_tick_us (what is due then),
+  // not whenever the loop happens to wake: otherwise the send moments follow
+  // the server's own answers and one server settles into different batching
+  // regimes from run to run (docs/push-gateway.md, session 15). 0: each step.
+  int push_tick_us = 250;
+  // While pushing, poll without sleeping (epoll timeout 0): see --busy-poll.
+  bool busy_poll = false;
   double duration = 10, warmup = 2, idle_settle = 1;
   double rate = 5000;  // WebSocket connects per second
   double connect_timeout = 10, drain = 3;
@@ -119,6 +126,7 @@ class Load {
 
   const Config& cfg_;
   int ep_ = -1;
+  int tick_fd_ = -1;  // timerfd every push_tick_us while pushing
   std::vector<WsConn> ws_;
   std::vector<std::unique_ptr<Pusher>> pushers_;
   Counters c_;

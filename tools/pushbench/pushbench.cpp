@@ -54,7 +54,7 @@ using connbench::usage_error;
                "pushbench: %s\n"
                "usage: pushbench --port P [--host 127.0.0.1] [--connections N] [--rooms R]\n"
                "       [--push-rate PER_S] [--room-rate PER_S] [--pushers K] [--pipeline D]\n"
-               "       [--payload BYTES] [--duration S] [--warmup S] [--idle-settle S] [--rate CONNECTS_PER_S]\n"
+               "       [--payload BYTES] [--push-tick-us US] [--busy-poll 0|1] [--duration S] [--warmup S] [--idle-settle S] [--rate CONNECTS_PER_S]\n"
                "       [--connect-timeout S] [--drain S] [--server-pid PID] [--sources K]\n"
                "       [--storm N] [--storm-at S] [--storm-window S] [--trace FILE]\n",
                msg.c_str());
@@ -84,6 +84,8 @@ Config parse(int argc, char** argv) {
     else if (o == "--pushers") c.pushers = parse_int(o, v, 1, kMaxPushers);
     else if (o == "--pipeline") c.pipeline = parse_int(o, v, 1, 4096);
     else if (o == "--payload") c.payload = parse_int(o, v, 1, 60'000);
+    else if (o == "--busy-poll") c.busy_poll = parse_int(o, v, 0, 1) != 0;
+    else if (o == "--push-tick-us") c.push_tick_us = parse_int(o, v, 0, 1'000'000);
     else if (o == "--duration") c.duration = parse_num(o, v, 0.1, 3600);
     else if (o == "--warmup") c.warmup = parse_num(o, v, 0, 3600);
     else if (o == "--idle-settle") c.idle_settle = parse_num(o, v, 0, 3600);
@@ -268,8 +270,9 @@ int run(const Config& cfg) {
     std::snprintf(buf, sizeof buf, fmt, v...);
     out += buf;
   };
-  add(" connections=%d rooms=%d push_rate=%.0f room_rate=%.0f payload=%d pushers=%d duration_s=%.1f",
-      cfg.connections, cfg.rooms, cfg.push_rate, cfg.room_rate, cfg.payload, cfg.pushers, cfg.duration);
+  add(" connections=%d rooms=%d push_rate=%.0f room_rate=%.0f payload=%d pushers=%d push_tick_us=%d busy_poll=%d duration_s=%.1f",
+      cfg.connections, cfg.rooms, cfg.push_rate, cfg.room_rate, cfg.payload, cfg.pushers, cfg.push_tick_us, cfg.busy_poll ? 1 : 0,
+      cfg.duration);
   add(" connected=%llu failed=%llu joined=%llu connect_ramp_s=%.3f ramp_complete=%d joins_complete=%d",
       ull(upgraded), ull(f.failed), ull(f.joined), ramp_s, ramp_complete ? 1 : 0, joins_complete ? 1 : 0);
   add(" pushes_per_s=%.0f frames_per_s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f",

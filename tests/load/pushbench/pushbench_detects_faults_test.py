@@ -22,7 +22,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     # Bad input: a message and exit 2, before any connection.
-    for bad in (["--port", "1", "--host", "10.0.0.1"], ["--port", "1", "--bogus", "1"], ["--connections", "5"]):
+    for bad in (["--port", "1", "--host", "10.0.0.1"], ["--port", "1", "--bogus", "1"], ["--connections", "5"],
+                ["--port", "1", "--push-tick-us", "-1"], ["--port", "1", "--busy-poll", "2"]):
         r = subprocess.run([sys.argv[1], *bad], capture_output=True, text=True, timeout=10)
         if r.returncode != 2 or "pushbench:" not in r.stderr:
             print(f"FAIL: pushbench {' '.join(bad)}: exit {r.returncode}, stderr {r.stderr!r}")

@@ -5,7 +5,9 @@ order, and the figures are sane.
     pushbench_smoke_test.py PUSHBENCH PEERS_BUILD_DIR [--peer go|node]
 
 200 WebSocket users in 10 rooms, 2 s of user pushes (2,000/s) and room pushes
-(50/s). Exit 77 (skipped) when the peer's toolchain is missing. Every process
+(50/s): against Go in compare.py's shape (pushes on a 250 us clock, pushbench
+polling without sleeping), against Node in the old one (pushes whenever the
+loop wakes, pushbench sleeping in epoll). Exit 77 (skipped) when the peer's toolchain is missing. Every process
 it starts is stopped by its PID; 127.0.0.1 only.
 """
 import argparse
@@ -40,9 +42,10 @@ def main():
         if not m:
             print(f"FAIL: the peer printed {line!r}")
             return 1
+        shape = {"go": ["--push-tick-us", "250", "--busy-poll", "1"], "node": ["--push-tick-us", "0"]}[a.peer]
         r = subprocess.run([a.pushbench, "--port", m.group(1), "--connections", "200", "--rooms", "10",
                             "--push-rate", "2000", "--room-rate", "50", "--duration", "2", "--warmup", "1",
-                            "--idle-settle", "0.5", "--server-pid", str(server.pid)],
+                            "--idle-settle", "0.5", "--server-pid", str(server.pid), *shape],
                            capture_output=True, text=True, timeout=90)
     finally:
         server.send_signal(signal.SIGKILL)
@@ -61,6 +64,9 @@ def main():
                     ("disconnects", 0), ("drained", 1), ("ramp_complete", 1), ("joins_complete", 1)):
         if num.get(k) != want:
             problems.append(f"{k}={f.get(k)} (want {want})")
+    want_shape = {"go": (250, 1), "node": (0, 0)}[a.peer]
+    if (num.get("push_tick_us"), num.get("busy_poll")) != want_shape:
+        problems.append(f"push_tick_us={f.get('push_tick_us')} busy_poll={f.get('busy_poll')} (want {want_shape})")
     # Room pushes reach 20 members each: more frames than pushes.
     if not (num["frames"] == num["expected"] > num["pushes"] > 0):
         problems.append("frames, expected and pushes are not frames == expected > pushes > 0")
