@@ -63,16 +63,20 @@ void deallocate(void* p) noexcept { table().do_free(p); }
 
 void collect() noexcept {
   if (auto f = table().collect) f(false);
+  trim_malloc_arenas();
+}
+
+void trim_malloc_arenas() noexcept {
   // What herd and its users allocate with plain new (std::function, strings,
   // vectors) lives in glibc's arenas, which keep freed pages until trimmed.
-  // Once per quiet period (see worker::park), so its walk of the arenas is
-  // never on a busy path.
+  // Callers do it once per quiet period (worker::park, the observer's loop),
+  // so its walk of the arenas is never on a busy path.
 #if !HERD_ASAN && !HERD_TSAN
   ::malloc_trim(0);
 #endif
   // Not in a sanitizer build: there the sanitizer's allocator serves every
   // malloc, glibc's may never have been initialised, and malloc_trim does it
-  // from whichever worker parks first. Two workers parking at once both ran
+  // from whichever thread trims first. Two workers parking at once both ran
   // that (unsynchronised) initialisation: a SEGV inside mtrim, or glibc's
   // "attached_threads > 0" abort when the threads exited (churn_ghost_test,
   // 3 runs in 12 under ASan).

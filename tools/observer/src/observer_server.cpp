@@ -70,9 +70,9 @@
 #include "views.hpp"
 
 #include <herd/actors/spawn.hpp>
+#include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
 
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -389,7 +389,7 @@ void server::run() {
     const bool idle_a_second = answered_since_trim_ && steady_ms() >= last_answer_ms_ + 1000;
     if ((trim_due_ || idle_a_second) &&
         std::none_of(clients_.begin(), clients_.end(), [](const client& c) { return c.wants_write(); })) {
-      ::malloc_trim(0);
+      alloc::trim_malloc_arenas();
       trim_due_ = answered_since_trim_ = false;
     }
     // Nobody has asked for a rate for a while (top has quit): give the

@@ -17,6 +17,10 @@ void deallocate(void* p) noexcept;
 // glibc's arenas (malloc_trim). For a worker going idle after a burst; not
 // on a hot path.
 void collect() noexcept;
+// Only glibc's part of collect(): malloc_trim, skipped in sanitizer builds
+// (where it would race to initialise glibc's malloc). For threads that use
+// plain new but are not workers (the observer's).
+void trim_malloc_arenas() noexcept;
 // "mimalloc" or "malloc": which allocator is in use (for reports).
 const char* backend() noexcept;
 // Heap statistics from the backend, for the observer (0 when unknown).
