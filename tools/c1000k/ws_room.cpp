@@ -12,9 +12,10 @@
 //      the room (pg::send), every client end reads it (shards report), the
 //      probe stops; then the peak RSS.
 //   6. teardown (cfg.teardown): the shards close their ends, the sessions
-//      end. Without it the caller exits the program: a million pg members
-//      leaving one group one by one cost a scan of the group each
-//      (tables/src/pg.cpp take_one), quadratic at this size.
+//      end. Without it the caller exits the program, which the 1,000,000
+//      run does: its teardown is not what it measures. (It was quadratic
+//      when this was written — a pg leave scanned the group — and is not
+//      since pg indexes its members, tables/src/pg.cpp take_one.)
 #include <unistd.h>
 
 #include <algorithm>
