@@ -6,6 +6,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-dev
       libmimalloc-dev catch2 procps python3 gdb nlohmann-json3-dev clang tmux libabsl-dev)
+# clang's sanitizer and libFuzzer runtimes (the fuzz stage): only a Recommends
+# of clang's, which --no-install-recommends below leaves out.
+pkgs+=(libclang-rt-dev)
 # WebSocket conformance clients (tests/unit/websocket): Python's websockets,
 # Go's gorilla. Node's ws client is installed by the test with npm into the
 # build tree (node and npm are not installed here: Debian's npm conflicts
