@@ -13,9 +13,7 @@
 //      probe stops; then the peak RSS.
 //   6. teardown (cfg.teardown): the shards close their ends, the sessions
 //      end. Without it the caller exits the program, which the 1,000,000
-//      run does: its teardown is not what it measures. (It was quadratic
-//      when this was written — a pg leave scanned the group — and is not
-//      since pg indexes its members, tables/src/pg.cpp take_one.)
+//      run does: its teardown is not what it measures.
 #include <unistd.h>
 
 #include <algorithm>
