@@ -29,6 +29,9 @@ class poller {
     return !busy_.exchange(true, std::memory_order_acquire);
   }
   void release() noexcept { busy_.store(false, std::memory_order_release); }
+  // Any thread, a hint: whether someone holds the token (polls, or blocks in
+  // epoll_wait) right now.
+  bool held() const noexcept { return busy_.load(std::memory_order_relaxed); }
 
   // Token holder. Waits up to timeout_ms (-1: forever, 0: not at all) and
   // dispatches what is ready, at most max_events (1..256) sources: what is

@@ -74,8 +74,13 @@ void monitor::loop() {
         w.stuck.store(true, std::memory_order_relaxed);
         // Work waiting behind the stuck fiber (its run next, its ring, its
         // due timers) is for another worker now: wake one to go and take it.
+        // So is the I/O when nobody holds the poller: a worker that parked
+        // while the stuck one held the token for a non-blocking poll sleeps
+        // on its futex without a timeout, and readiness would wait for the
+        // stuck fiber to yield (busy_wait_test's hog, 4 runs in 150 under
+        // TSan). Woken, it polls and parks in epoll_wait with the token.
         if (w.run_next.load(std::memory_order_relaxed) || !w.ring.empty_approx() ||
-            w.timers.earliest() <= now_ms())
+            w.timers.earliest() <= now_ms() || (rt_.io.has_sources() && !rt_.io.held()))
           rt_.notify_parked();
         if (!reported[i] && stuck_ms[i] >= rt_.opts.long_schedule_ms) {
           reported[i] = true;

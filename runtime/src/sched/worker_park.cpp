@@ -44,6 +44,10 @@
 //     epoll_wait while the spinner, unable to poll, spun for nothing. The
 //     10 ms cap covers a spinner that found a fiber which never yields; the
 //     awake worker's maintenance polls I/O meanwhile (every 61 picks or 1 ms).
+//     A worker that parks while another holds the token for a non-blocking
+//     poll sleeps on its futex without a cap; should the holder then run a
+//     fiber that never yields, the monitor sees the token free beside a
+//     stuck worker and wakes a parked one to take it (monitor.cpp).
 //   - It reports quiescent states as it goes (it holds no reclaimable
 //     pointer between fibers), so a grace period does not wait for the spin.
 //   - It stops as soon as `stopping` is set; stop() waits for no spin.
