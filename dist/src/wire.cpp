@@ -211,7 +211,7 @@ std::string frame_monitor_exit(std::string_view to_raw, std::string_view from_ra
   xbuf c;
   ei_x_encode_version(&c.b);
   ei_x_encode_tuple_header(&c.b, payload ? 4 : 5);
-  ei_x_encode_long(&c.b, payload ? ctl_payload_monitor_p_exit : ctl_monitor_p_exit);
+  ei_x_encode_long(&c.b, payload ? long{ctl_payload_monitor_p_exit} : long{ctl_monitor_p_exit});
   std::string control(c.view());
   control += to_raw;
   control += from_raw;
