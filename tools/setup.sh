@@ -9,6 +9,8 @@ pkgs=(build-essential cmake ninja-build libboost-context-dev libconcurrentqueue-
 # clang's sanitizer and libFuzzer runtimes (the fuzz stage): only a Recommends
 # of clang's, which --no-install-recommends below leaves out.
 pkgs+=(libclang-rt-dev)
+# lld: the sanitizer builds link with it (tools/test.sh), twice as fast as ld.bfd.
+pkgs+=(lld)
 # WebSocket conformance clients (tests/unit/websocket): Python's websockets,
 # Go's gorilla. Node's ws client is installed by the test with npm into the
 # build tree (node and npm are not installed here: Debian's npm conflicts
