@@ -3,9 +3,10 @@
 # every herd source gets -fsanitize=fuzzer-no-link for coverage) in their own
 # build directory and runs each for a bounded time: the observer's request
 # path, the chat server's line protocol, the example servers' options, the
-# external term format decoder.
+# HTTP request parser, the WebSocket frame parser, the external term format
+# decoder and the distribution frame handler.
 # Targets run side by side, up to JOBS at a time (each is one process on one
-# core), so the stage takes about SECONDS x ceil(3 / JOBS).
+# core), so the runs take about SECONDS x ceil(7 / JOBS).
 # Usage: tools/fuzz.sh [SECONDS_EACH=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
 set -euo pipefail
 cd "$(dirname "$0")/.."
