@@ -73,10 +73,14 @@ HERD_TEST_SCALE=small ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace
 stage_done "asan+ubsan tests (small scale)"
 
 stage "tsan build"
-# Only the executables the TSan stage runs (and what they depend on).
+# Only the executables the TSan stage runs (and what they depend on): the
+# layers whose state more than one worker touches (the scheduler, mailboxes,
+# links and monitors, the supervisors, the loader, net's readiness and buffer
+# pool, the memory transport, tables, the observer's server, distribution's
+# node state). Not HTTP, WebSocket or the term codec: their state is one
+# process's (docs/ci.md), and the ASan+UBSan stage runs their tests.
 tsan_tests=(runtime_tests actor_tests supervisor_tests net_tests net_load_tests observer_tests module_tests memory_transport_tests
-            table_tests http_tests ws_core_tests ws_conn_tests ws_module_tests ws_observer_tests ws_c1000k_tests
-            dist_tests term_tests pg_dist_tests observer_nodes_tests term_cross_tests dist_links_tests dist_limits_tests)
+            table_tests dist_tests pg_dist_tests observer_nodes_tests dist_links_tests dist_limits_tests)
 # Of the stress tests, those that finish in seconds under TSan (the
 # million-process spawns, the storms and the teardown take minutes each; the
 # idle-CPU figure is a speed claim TSan's overhead breaks).
@@ -85,11 +89,11 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_TEST_CXX_FLAGS=-O0 -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF "${lld[@]}" -- "${tsan_tests[@]}" stress_tests
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, websocket, dist, stress; small scale)"
+stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, dist, stress; small scale)"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R "^($(IFS="|"; echo "${tsan_tests[*]}")):|^stress_tests:($tsan_stress)"
-stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, http, websocket, dist, stress; small scale)"
+stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, dist, stress; small scale)"
 
 fuzz_stage="fuzzers: observer requests, chat lines, server options, HTTP requests, WebSocket frames, external term format, dist frames (clang libFuzzer + ASan/UBSan, 30 s each, two at a time)"
 stage "$fuzz_stage"
