@@ -1,6 +1,7 @@
 // What makes an observer row tell its process apart (observer_cli's bar):
 // the initial call and kind recorded at spawn, the acceptors' names, and
 // kill's wait for the exit.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include "observer_fixture.hpp"
 
 #include <herd/net/listener.hpp>

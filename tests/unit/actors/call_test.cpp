@@ -4,6 +4,7 @@
 // the server later, or from another process), cast, many concurrent callers,
 // the receive mark (a call behind 100,000 unmatched messages stays cheap) and
 // no leaked monitors. One test per rule.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include <herd/runtime/sanitizers.hpp>
 #include <herd/actors.hpp>
 

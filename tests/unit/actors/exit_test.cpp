@@ -2,6 +2,7 @@
 // process itself or from another one unwinds it at its next blocking point,
 // destructors run, swallowing the unwind does not help, and blocking calls made
 // while unwinding neither block nor throw.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include <herd/actors.hpp>
 
 #include <catch2/catch.hpp>

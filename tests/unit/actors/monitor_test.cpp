@@ -2,6 +2,7 @@
 // monitor / demonitor / spawn_monitor, one-way and stackable, `down` carrying
 // the exit reason, noproc at once for a dead or unknown pid, and the order of
 // messages and the `down` from one process. One test per rule.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include <herd/actors.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,6 @@
 // Selective receive: order, handler choice, guards, parameter forms, results,
 // timeouts and the receive mark.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include <herd/actors.hpp>
 
 #include <catch2/catch.hpp>

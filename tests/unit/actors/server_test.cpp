@@ -2,6 +2,7 @@
 // deferred replies, terminate on every orderly way out, exceptions as exit
 // reasons, synchronous start (with a name, linked, a failing constructor),
 // and hibernation between messages.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include <herd/actors.hpp>
 #include <herd/actors/logger.hpp>
 #include <herd/actors/server.hpp>

@@ -1,5 +1,6 @@
 // The logger behind crash reports: asynchronous, bounded, batched, never
 // woken per report, idle when nothing happens, and able to be turned off.
+// herd-unity: file scope (its checks name its types with their namespaces)
 #include "sup_fixtures.hpp"
 
 #include <catch2/catch.hpp>
