@@ -2,8 +2,8 @@
 # Builds herd and runs every test: the release suite, then the ASan+UBSan
 # suite (the load tests too, smaller: tools are off there, tests/load builds
 # connbench itself; see tests/load/CMakeLists.txt), then the runtime, actor,
-# supervisor, net, observer, module and the quicker stress tests under TSan at
-# small scale.
+# supervisor, net, observer, module, table and distribution tests and the
+# quicker stress tests under TSan at small scale, then the fuzz targets.
 # Prints each stage's time. Usage: tools/test.sh [--quick]   (--quick: release only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
