@@ -12,6 +12,8 @@
 //      acceptor never waits for readiness unless accept just said EAGAIN,
 //      and then only until ready_seq moves past the value read before it.
 //      After a full batch of 64 it wakes another waiting acceptor to help.
+//      These accepts run inside rt::fd_reserve's gate: while the observer
+//      hands its spare descriptor over, an acceptor waits 1 ms instead.
 //   4. Hand the batch to conns_sup in one message (it spawns the processes).
 //   5. EMFILE / ENFILE (and ENOBUFS / ENOMEM): report once per episode
 //      (it ends when accept drains the backlog),
@@ -27,6 +29,7 @@
 #include <herd/actors/receive.hpp>
 #include <herd/actors/send.hpp>
 #include <herd/runtime/clock.hpp>
+#include <herd/runtime/fd_reserve.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -78,6 +81,35 @@ bool retry_at_once(int e) {
 
 bool out_of_descriptors(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
 
+// Step 3: accepts into got until it holds k, the backlog is empty (drained)
+// or accept4 fails (fatal: its errno). Out of descriptors the observer may
+// be handing its spare over: then it takes none (held_off; fd_reserve.hpp).
+// No blocking point in here, so the gate is never held across a switch.
+void accept_some(listener_state& l, std::size_t k, accepted_batch& got, bool& drained, bool& held_off, int& fatal) {
+  rt::fd_reserve::taker gate;
+  if (!gate) {
+    held_off = true;
+    return;
+  }
+  // Suspended (or draining) meanwhile: stop taking connections now; those
+  // already taken go to conns_sup, which tells them of a drain.
+  while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
+    sockaddr_in6 peer{};
+    socklen_t plen = sizeof peer;
+    int fd = accept4(l.listen_fd_while_accepting(), reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      got.fds.push_back(fd);
+      got.peers.push_back(peer);
+      continue;
+    }
+    int e = errno;
+    if (retry_at_once(e)) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) drained = true;
+    else fatal = e;
+    return;
+  }
+}
+
 }  // namespace
 
 void acceptor_main(std::shared_ptr<listener_state> lp) {
@@ -99,25 +131,9 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     uint64_t seq = l.ready_seq.load(std::memory_order_seq_cst);
     accepted_batch got;
     got.accepted_ms = rt::now_ms();
-    bool drained = false;
+    bool drained = false, held_off = false;
     int fatal = 0;
-    // Suspended (or draining) meanwhile: stop taking connections now; those
-    // already taken go to conns_sup, which tells them of a drain.
-    while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
-      sockaddr_in6 peer{};
-      socklen_t plen = sizeof peer;
-      int fd = accept4(l.listen_fd_while_accepting(), reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) {
-        got.fds.push_back(fd);
-        got.peers.push_back(peer);
-        continue;
-      }
-      int e = errno;
-      if (retry_at_once(e)) continue;
-      if (e == EAGAIN || e == EWOULDBLOCK) drained = true;
-      else fatal = e;
-      break;
-    }
+    accept_some(l, k, got, drained, held_off, fatal);
     std::size_t n = got.fds.size();
     if (n < k) l.unreserve(k - n);
     if (n) {
@@ -125,6 +141,10 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
       uint64_t cs = l.conns_sup.load(std::memory_order_acquire);
       // The batch's destructor closes the sockets if conns_sup is gone.
       herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, std::move(got));
+    }
+    if (held_off) {  // a hand-over takes microseconds
+      herd::sleep(std::chrono::milliseconds(1));
+      continue;
     }
     if (fatal) {
       if (out_of_descriptors(fatal)) {

@@ -155,7 +155,7 @@ TEST_CASE("drain lets connections finish and kills the stragglers at the timeout
   CHECK(took >= 280);
 }
 
-TEST_CASE("out of descriptors, acceptors back off without spinning and resume when fds free up", "[net][listener][limits]") {
+TEST_CASE("out of descriptors, acceptors back off without spinning, hold off while the observer hands its spare over, and resume when fds free up", "[net][listener][limits]") {
 #if HERD_ASAN
   // UBSan's vptr check opens a pipe to probe memory: in a process out of
   // descriptors it reports every virtual call as "invalid vptr". The release
@@ -170,6 +170,7 @@ TEST_CASE("out of descriptors, acceptors back off without spinning and resume wh
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("backoffs>0 yes") != std::string::npos);
   CHECK(r.out.find("cpu_low yes") != std::string::npos);
+  CHECK(r.out.find("kept_slot yes") != std::string::npos);
   CHECK(r.out.find("all_accepted yes") != std::string::npos);
 }
 

@@ -45,7 +45,11 @@
 //    descriptor (/dev/null) and gives it up to accept a client; it takes it
 //    back from the next client it lets go (kept shut: between a close and
 //    an open, a listener's acceptor could take the slot), or by opening
-//    /dev/null again once a descriptor is free. With the spare gone, accepting
+//    /dev/null again once a descriptor is free. The give-up itself, a close
+//    and an accept, runs in rt::fd_reserve's hand-over: without it a
+//    listener's acceptor retrying accept4 took the slot in between (the
+//    observer's thread preempted there), and the observer stayed without a
+//    descriptor until a connection closed. With the spare gone, accepting
 //    pauses for 100 ms at a time (the client waits in the backlog) instead
 //    of spinning on a socket poll keeps reporting readable.
 //  * Peers: SO_PEERCRED at accept — the node's uid or root, else one
@@ -72,6 +76,7 @@
 #include <herd/actors/spawn.hpp>
 #include <herd/runtime/alloc.hpp>
 #include <herd/runtime/clock.hpp>
+#include <herd/runtime/fd_reserve.hpp>
 
 #include <poll.h>
 #include <pthread.h>
@@ -87,6 +92,7 @@
 #include <chrono>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 namespace herd::observer {
 namespace {
@@ -160,13 +166,22 @@ client* server::find(uint64_t key) {
 void server::accept_clients() {
   for (bool first = true;; first = false) {
     int fd = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && out_of_descriptors(errno) && spare_fd_ >= 0) {
+      // The spare's slot goes to this client. The node's acceptors take no
+      // descriptor between the close and the accept (rt::fd_reserve); if no
+      // client waits after all, the spare is opened again at once, before
+      // they are let back in.
+      fd = rt::fd_reserve::hand_over([&] {
+        ::close(std::exchange(spare_fd_, -1));
+        int got = ::accept4(unix_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int e = errno;
+        if (got < 0) spare_fd_ = open_spare();
+        errno = e;
+        return got;
+      });
+    }
     if (fd < 0) {
       if (!out_of_descriptors(errno)) return;  // EAGAIN, or an error the next poll shows again
-      if (spare_fd_ >= 0) {  // its slot goes to this client
-        ::close(spare_fd_);
-        spare_fd_ = -1;
-        continue;
-      }
       // accept4 takes a descriptor before it looks at the queue: EMFILE
       // does not say a client waits. Only on the first try (poll said one
       // does) is there someone to wait for; pausing after a client was
