@@ -81,16 +81,17 @@ bool retry_at_once(int e) {
 
 bool out_of_descriptors(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
 
-// Step 3: accepts into got until it holds k, the backlog is empty (drained)
-// or accept4 fails (fatal: its errno). Out of descriptors the observer may
-// be handing its spare over: then it takes none (held_off; fd_reserve.hpp).
-// No blocking point in here, so the gate is never held across a switch.
-void accept_some(listener_state& l, std::size_t k, accepted_batch& got, bool& drained, bool& held_off, int& fatal) {
+// How a batch of accepts ended.
+enum class batch_end { full, drained, held_off, failed };
+
+// Step 3: accepts into got until it holds k (or the listener is suspended:
+// full), the backlog is empty (drained) or accept4 fails (failed, with its
+// errno in err). Out of descriptors the observer may be handing its spare
+// over: then it takes none (held_off; fd_reserve.hpp). No blocking point in
+// here, so the gate is never held across a switch.
+batch_end accept_some(listener_state& l, std::size_t k, accepted_batch& got, int& err) {
   rt::fd_reserve::taker gate;
-  if (!gate) {
-    held_off = true;
-    return;
-  }
+  if (!gate) return batch_end::held_off;
   // Suspended (or draining) meanwhile: stop taking connections now; those
   // already taken go to conns_sup, which tells them of a drain.
   while (got.fds.size() < k && !l.suspended.load(std::memory_order_relaxed)) {
@@ -102,12 +103,11 @@ void accept_some(listener_state& l, std::size_t k, accepted_batch& got, bool& dr
       got.peers.push_back(peer);
       continue;
     }
-    int e = errno;
-    if (retry_at_once(e)) continue;
-    if (e == EAGAIN || e == EWOULDBLOCK) drained = true;
-    else fatal = e;
-    return;
+    err = errno;
+    if (retry_at_once(err)) continue;
+    return err == EAGAIN || err == EWOULDBLOCK ? batch_end::drained : batch_end::failed;
   }
+  return batch_end::full;
 }
 
 }  // namespace
@@ -131,9 +131,8 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
     uint64_t seq = l.ready_seq.load(std::memory_order_seq_cst);
     accepted_batch got;
     got.accepted_ms = rt::now_ms();
-    bool drained = false, held_off = false;
     int fatal = 0;
-    accept_some(l, k, got, drained, held_off, fatal);
+    const batch_end end = accept_some(l, k, got, fatal);
     std::size_t n = got.fds.size();
     if (n < k) l.unreserve(k - n);
     if (n) {
@@ -142,11 +141,11 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
       // The batch's destructor closes the sockets if conns_sup is gone.
       herd::send(pid{static_cast<uint32_t>(cs), static_cast<uint32_t>(cs >> 32)}, std::move(got));
     }
-    if (held_off) {  // a hand-over takes microseconds
+    if (end == batch_end::held_off) {  // a hand-over takes microseconds
       herd::sleep(std::chrono::milliseconds(1));
       continue;
     }
-    if (fatal) {
+    if (end == batch_end::failed) {
       if (out_of_descriptors(fatal)) {
         l.emfile_backoffs.fetch_add(1, std::memory_order_relaxed);
         if (!l.emfile_reported.exchange(true, std::memory_order_relaxed)) {
@@ -162,7 +161,7 @@ void acceptor_main(std::shared_ptr<listener_state> lp) {
       herd::sleep(std::chrono::milliseconds(100));
       continue;
     }
-    if (drained) {
+    if (end == batch_end::drained) {
       // The episode ends when the backlog is caught up, not at the first
       // accept a freed descriptor allows: near the limit that would log at
       // every close.
