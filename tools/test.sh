@@ -95,11 +95,12 @@ build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBI
   -DHERD_TEST_CXX_FLAGS=-O0 -DHERD_SANITIZE=thread -DHERD_BUILD_TOOLS=OFF "${lld[@]}" "${unity[@]}" -- "${tsan_tests[@]}" stress_tests
 stage_done "tsan build"
 
-stage "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, dist, stress; small scale)"
+tsan_stage="tsan tests (runtime, actors, supervisors, net, observer, modules, tables, dist, stress; small scale)"
+stage "$tsan_stage"
 HERD_TEST_SCALE=small TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R "^($(IFS="|"; echo "${tsan_tests[*]}")):|^stress_tests:($tsan_stress)"
-stage_done "tsan tests (runtime, actors, supervisors, net, observer, modules, tables, dist, stress; small scale)"
+stage_done "$tsan_stage"
 
 fuzz_stage="fuzzers: observer requests, chat lines, server options, HTTP requests, WebSocket frames, external term format, dist frames (clang libFuzzer + ASan/UBSan, 30 s each, two at a time)"
 stage "$fuzz_stage"
