@@ -168,15 +168,9 @@ bool send_signal(pid to, uint32_t kind, message* m) noexcept {
   return deliver(to, m);
 }
 
-message* drain_mailbox(process* p) {
+message* drain_mixed_batch(process* p, message* oldest) {
   mailbox& mb = p->mbox;
-  static_assert(kind_user == 0);  // what take_batch's all_user tests
-  const mailbox::batch b = mb.take_batch();
-  if (b.all_user) {  // the common case (also: nothing taken)
-    if (b.oldest) mb.append_batch(b.oldest, b.newest);
-    return b.oldest;
-  }
-  message* m = b.oldest;
+  message* m = oldest;
   message* first = nullptr;
   int64_t consumed = 0;  // signals acted on, late replies dropped: no longer waiting
   while (m) {

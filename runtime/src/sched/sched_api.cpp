@@ -15,12 +15,6 @@
 
 namespace herd::rt {
 
-[[gnu::noinline]] fiber* current() noexcept {
-  asm volatile("" ::: "memory");
-  worker* w = this_worker();
-  return w ? w->side.current : nullptr;
-}
-
 bool on_worker() noexcept { return this_worker() != nullptr; }
 
 uint32_t worker_index() noexcept {
@@ -103,7 +97,10 @@ void wake_from(fiber* self, fiber* target) noexcept {
     return;
   }
   if (state::transition_to_notified(target) != state::wake_result::enqueue) return;
-  worker_of(self)->schedule(target, true);
+  // A normal-priority process woken by a process (every message's wake-up):
+  // straight to the run-next slot, without schedule()'s dispatch on priority.
+  if (target->prio == priority::normal) worker_of(self)->schedule_next(target);
+  else worker_of(self)->schedule(target, true);
 }
 
 uint64_t coarse_now_ms() noexcept {

@@ -135,6 +135,17 @@ void wake_from_timer(void* ctx, fiber* f) {
 
 worker* raw_this_worker_for_signal() noexcept { return tl_worker; }
 
+// <herd/runtime/sched.hpp>'s current(), here beside tl_worker so that a send
+// and a receive (which ask it once each) read the thread's worker without a
+// second call through this_worker(). Not inlined: a fiber may resume on
+// another thread, and a caller that inlined the thread-local read could keep
+// the old thread's address across the switch.
+[[gnu::noinline]] fiber* current() noexcept {
+  asm volatile("" ::: "memory");
+  worker* w = tl_worker;
+  return w ? w->side.current : nullptr;
+}
+
 worker::worker(runtime_impl& r, unsigned i)
     : rt(r), id(i), timers(now_ms()), stacks(r.stacks), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
   side.owner = this;
@@ -365,7 +376,22 @@ void worker::run(fiber* f) {
 fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why) {
   auto* w = static_cast<worker*>(side->owner);
   if (why != suspend_reason::park && why != suspend_reason::yield) return nullptr;
-  if (w->maint_countdown_ <= 1 || w->clock_countdown_ <= 1 || w->global_countdown_ <= 1) return nullptr;
+  // A countdown about to run out is the loop's (next_local) to act on -- but
+  // only when there is something to act on: a switch through the loop costs
+  // two context switches and the loop's own picking, and fibers that keep
+  // handing off to each other would leave the direct path every 8th switch
+  // just to read the clock. So the clock is read here, and the global queues
+  // are looked at here; the loop is taken only for maintenance that is due
+  // or a global queue that holds work.
+  if (w->maint_countdown_ <= 1) return nullptr;
+  if (w->clock_countdown_ <= 1) {
+    if (clock_impl::tsc() >= w->next_maint_tsc_) return nullptr;
+    w->clock_countdown_ = tuning::clock_read_every + 1;  // less the one below
+  }
+  if (w->global_countdown_ <= 1) {
+    if (!w->rt.inject.empty() || !w->rt.low.empty()) return nullptr;
+    w->global_countdown_ = tuning::global_queue_every + 1;
+  }
   if (w->direct || !w->rt.high.empty()) return nullptr;
   fiber* next = nullptr;
   if (w->run_next_streak_ < tuning::run_next_streak_max && w->run_next.load(std::memory_order_relaxed)) {
