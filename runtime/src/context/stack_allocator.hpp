@@ -68,6 +68,17 @@ struct stack_allocator_stats {
   guard_kind guard = guard_kind::mprotect;
 };
 
+// Writes to the page holding p from user mode without changing it (an atomic OR of zero):
+// the background prefault's touch of a top page, which a fiber that carving handed the slot
+// to meanwhile may already keep frames in. Any thread; p must be writable.
+inline void touch_page(char* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("lock orb $0, %0" : "+m"(*p) : : "memory");
+#else
+  __atomic_fetch_or(p, char(0), __ATOMIC_RELAXED);
+#endif
+}
+
 // Gives a slot's usable pages back (MADV_DONTNEED); the guard stays. Any thread that owns the
 // slot. Returns false if the kernel refused (the slot then stays dirty).
 bool trim_slot(stack_slot* slot) noexcept;
