@@ -109,6 +109,9 @@ struct stack_allocator::chunk {
   std::atomic<uint32_t> carved{0};  // slots [0, carved) have been handed out; only grows
   // prefault_tops touched uncarved slots' top pages since the last trim_uncarved.
   std::atomic<bool> tops_touched{false};
+  // The lowest slot whose top prefault_tops has started on (slot_count: not
+  // started); carve populates the tops below it itself (populate_ahead).
+  std::atomic<uint32_t> prefault_low{0};
 };
 
 const char* to_string(guard_kind kind) noexcept {
@@ -262,6 +265,7 @@ stack_allocator::chunk* stack_allocator::reserve_chunk(uint32_t class_index, std
   }
   chunk* c = new (&chunks_[index]) chunk{base, bytes, slot_bytes, options_.guard_size, meta,
                                          uint32_t(slots), class_index};
+  c->prefault_low.store(uint32_t(slots), std::memory_order_relaxed);  // published with the chunk
   if (options_.guard == guard_kind::madv_guard && !install_chunk_guards(*c, error)) {
     c->~chunk();
     munmap(mem, bytes);
@@ -306,11 +310,30 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
 #ifdef HERD_STACK_LSAN
   if (options_.guard == guard_kind::madv_guard) __lsan_register_root_region(slot->lo, slot->size());
 #endif
+  // Every populate_ahead-th slot, the tops of the next populate_ahead slots
+  // (this one's included) unless the background prefault already covers them.
+  const uint32_t ahead_from = arena.next_slot;
+  const bool ahead = pidfd_ >= 0 && ahead_from % populate_ahead == 0 &&
+                     ahead_from + populate_ahead <= c.prefault_low.load(std::memory_order_relaxed);
   ++arena.next_slot;
   c.carved.store(arena.next_slot, std::memory_order_release);  // pairs with contains_guard()
   arena.carved.store(arena.carved.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   carved_.fetch_add(1, std::memory_order_relaxed);
+  if (ahead) {
+    c.tops_touched.store(true, std::memory_order_relaxed);  // trim_uncarved gives back the rest
+    populate_tops(c, ahead_from, ahead_from + populate_ahead);
+  }
   return slot;
+}
+
+void stack_allocator::populate_tops(chunk& c, uint32_t first, uint32_t end) noexcept {
+  iovec iov[populate_batch];
+  while (first < end) {
+    const uint32_t n = std::min(end - first, populate_batch);
+    for (uint32_t i = 0; i < n; ++i) iov[i] = {c.slots[first + i].hi - page_size_, page_size_};
+    syscall(SYS_process_madvise, pidfd_, iov, size_t(n), MADV_POPULATE_WRITE, 0);
+    first += n;
+  }
 }
 
 namespace {
@@ -355,13 +378,13 @@ void stack_allocator::prefault_tops(chunk& c) noexcept {
   // costs the most CPU in all; the populate first makes the pair the cheapest.
   if (pidfd_ < 0) return;
   c.tops_touched.store(true, std::memory_order_relaxed);
-  constexpr uint32_t batch = 64;
-  iovec iov[batch];
+  constexpr uint32_t batch = populate_batch;
   for (uint32_t end = c.slot_count; end > 0;) {
     const uint32_t first = end > batch ? end - batch : 0;
+    // relaxed: only a hint to carve, which at worst populates a batch twice.
+    c.prefault_low.store(first, std::memory_order_relaxed);
     if (c.carved.load(std::memory_order_acquire) >= end) return;  // carving got here first
-    for (uint32_t i = first; i < end; ++i) iov[i - first] = {c.slots[i].hi - page_size_, page_size_};
-    syscall(SYS_process_madvise, pidfd_, iov, size_t(end - first), MADV_POPULATE_WRITE, 0);
+    populate_tops(c, first, end);
 #if !HERD_TSAN  // TSan would see the touch race with the fiber's own plain writes to its frames
     for (uint32_t i = end; i-- > first;) touch_page(c.slots[i].hi - 64);
 #endif

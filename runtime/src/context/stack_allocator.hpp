@@ -210,6 +210,10 @@ class stack_allocator {
   chunk* reserve_chunk(uint32_t class_index, std::string* error);
   void prepare_next(class_arena& arena, uint32_t class_index) HERD_REQUIRES(arena.carve_mutex);
   void prefault_tops(chunk& c) noexcept;
+  // MADV_POPULATE_WRITE on the top pages of slots [first, end) of c, batched. Best effort.
+  void populate_tops(chunk& c, uint32_t first, uint32_t end) noexcept;
+  static constexpr uint32_t populate_batch = 64;  // iovecs per process_madvise
+  static constexpr uint32_t populate_ahead = 16;  // slots whose tops a carve populates at once
   bool install_chunk_guards(chunk& c, std::string* error);
   std::string map_failure(const std::string& what, int err) const;
 
