@@ -235,7 +235,6 @@ exit_reason reason_of_current_exception() {
   }
 }
 
-process* self_process() noexcept { return static_cast<process*>(rt::current()); }
 
 // The exit is thrown as exit_unwind at every blocking point until the stack
 // has unwound. C++ cannot stop a catch (...) from swallowing an exception (a

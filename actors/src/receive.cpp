@@ -33,7 +33,8 @@ receive_mark make_mark() {
 }
 
 message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
-  process* p = require_process(from_mark ? "herd::receive_after" : "herd::receive");
+  process* p = self_process();
+  if (__builtin_expect(!p, 0)) p = require_process(from_mark ? "herd::receive_after" : "herd::receive");  // throws
   rt::consume_reduction(p);
   bool no_block = exit_pending_at_blocking_point(p);
   mailbox& mb = p->mbox;
