@@ -286,50 +286,57 @@ stack_slot* stack_allocator::carve(uint32_t class_index, std::string* error) {
     return nullptr;
   }
   class_arena& arena = classes_[class_index];
-  lock_guard lock(arena.carve_mutex);
-  if (!arena.current || arena.next_slot == arena.current->slot_count) {
-    chunk* fresh = std::exchange(arena.prepared, nullptr);
-    if (!fresh) fresh = reserve_chunk(class_index, error);
-    if (!fresh) return nullptr;
-    arena.current = fresh;
-    arena.next_slot = 0;
-  }
-  // Past the first chunk a class is growing: prepare the next chunk as soon as
-  // this one starts; for the first, only once it is half used (a small
-  // program never pays for a second chunk).
-  if (arena.next_slot == arena.current->slot_count / 2 ||
-      (arena.next_slot == 0 && arena.carved.load(std::memory_order_relaxed) > 0))
-    prepare_next(arena, class_index);
-  chunk& c = *arena.current;
-  stack_slot* slot = &c.slots[arena.next_slot];
-  if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
-    const int err = errno;
-    if (error) *error = map_failure("install a stack guard page (mprotect)", err);
-    return nullptr;  // the slot stays uncarved; a later carve retries it
-  }
+  chunk* ahead_chunk = nullptr;  // populate tops there after the lock (one syscall)
+  uint32_t ahead_from = 0;
+  stack_slot* slot = nullptr;
+  {
+    lock_guard lock(arena.carve_mutex);
+    if (!arena.current || arena.next_slot == arena.current->slot_count) {
+      chunk* fresh = std::exchange(arena.prepared, nullptr);
+      if (!fresh) fresh = reserve_chunk(class_index, error);
+      if (!fresh) return nullptr;
+      arena.current = fresh;
+      arena.next_slot = 0;
+    }
+    // Past the first chunk a class is growing: prepare the next chunk as soon as
+    // this one starts; for the first, only once it is half used (a small
+    // program never pays for a second chunk).
+    if (arena.next_slot == arena.current->slot_count / 2 ||
+        (arena.next_slot == 0 && arena.carved.load(std::memory_order_relaxed) > 0))
+      prepare_next(arena, class_index);
+    chunk& c = *arena.current;
+    slot = &c.slots[arena.next_slot];
+    if (options_.guard == guard_kind::mprotect && mprotect(slot->lo - c.guard_bytes, c.guard_bytes, PROT_NONE) != 0) {
+      const int err = errno;
+      if (error) *error = map_failure("install a stack guard page (mprotect)", err);
+      return nullptr;  // the slot stays uncarved; a later carve retries it
+    }
 #ifdef HERD_STACK_LSAN
-  if (options_.guard == guard_kind::madv_guard) __lsan_register_root_region(slot->lo, slot->size());
+    if (options_.guard == guard_kind::madv_guard) __lsan_register_root_region(slot->lo, slot->size());
 #endif
-  // Every populate_ahead-th slot, the tops of the next populate_ahead slots
-  // (this one's included) unless the background prefault already covers them.
-  const uint32_t ahead_from = arena.next_slot;
-  const bool ahead = pidfd_ >= 0 && ahead_from % populate_ahead == 0 &&
-                     ahead_from + populate_ahead <= c.prefault_low.load(std::memory_order_relaxed);
-  ++arena.next_slot;
-  c.carved.store(arena.next_slot, std::memory_order_release);  // pairs with contains_guard()
-  arena.carved.store(arena.carved.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  carved_.fetch_add(1, std::memory_order_relaxed);
-  if (ahead) {
-    c.tops_touched.store(true, std::memory_order_relaxed);  // trim_uncarved gives back the rest
-    populate_tops(c, ahead_from, ahead_from + populate_ahead);
+    // Every populate_ahead-th slot, the tops of the next populate_ahead slots
+    // (this one's included) unless the background prefault already covers them.
+    if (pidfd_ >= 0 && arena.next_slot % populate_ahead == 0 &&
+        arena.next_slot + populate_ahead <= c.prefault_low.load(std::memory_order_relaxed)) {
+      ahead_chunk = &c;
+      ahead_from = arena.next_slot;
+      c.tops_touched.store(true, std::memory_order_relaxed);  // trim_uncarved gives back the rest
+    }
+    ++arena.next_slot;
+    c.carved.store(arena.next_slot, std::memory_order_release);  // pairs with contains_guard()
+    arena.carved.store(arena.carved.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    carved_.fetch_add(1, std::memory_order_relaxed);
   }
+  // Outside the lock: another worker carving the class need not wait for it.
+  // The slot descriptors never change, and a populate is only a hint.
+  if (ahead_chunk) populate_tops(*ahead_chunk, ahead_from, ahead_from + populate_ahead);
   return slot;
 }
 
 void stack_allocator::populate_tops(chunk& c, uint32_t first, uint32_t end) noexcept {
-  iovec iov[populate_batch];
+  iovec iov[populate_ahead];  // carve runs on a fiber stack (invariant 5): a small array
   while (first < end) {
-    const uint32_t n = std::min(end - first, populate_batch);
+    const uint32_t n = std::min(end - first, populate_ahead);
     for (uint32_t i = 0; i < n; ++i) iov[i] = {c.slots[first + i].hi - page_size_, page_size_};
     syscall(SYS_process_madvise, pidfd_, iov, size_t(n), MADV_POPULATE_WRITE, 0);
     first += n;

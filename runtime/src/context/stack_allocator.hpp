@@ -212,8 +212,8 @@ class stack_allocator {
   void prefault_tops(chunk& c) noexcept;
   // MADV_POPULATE_WRITE on the top pages of slots [first, end) of c, batched. Best effort.
   void populate_tops(chunk& c, uint32_t first, uint32_t end) noexcept;
-  static constexpr uint32_t populate_batch = 64;  // iovecs per process_madvise
-  static constexpr uint32_t populate_ahead = 16;  // slots whose tops a carve populates at once
+  static constexpr uint32_t populate_batch = 64;  // tops per step of the background prefault
+  static constexpr uint32_t populate_ahead = 16;  // tops a carve populates at once (and iovecs per call)
   bool install_chunk_guards(chunk& c, std::string* error);
   std::string map_failure(const std::string& what, int err) const;
 
