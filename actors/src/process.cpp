@@ -235,7 +235,6 @@ exit_reason reason_of_current_exception() {
   }
 }
 
-
 // The exit is thrown as exit_unwind at every blocking point until the stack
 // has unwound. C++ cannot stop a catch (...) from swallowing an exception (a
 // forced unwind, as pthread_cancel's, ends in std::terminate when the catch
