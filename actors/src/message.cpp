@@ -139,11 +139,17 @@ inline void give_back(counter_block* b, void* mem, std::size_t bytes) noexcept {
   return mem;
 }
 
-[[gnu::noinline]] void free_message_memory(void* mem, std::size_t bytes) noexcept {
+namespace {
+// The envelope back to this thread's cache (or the allocator), uncounted.
+// Read the thread-local here only where nothing suspends before it is used.
+inline void release_envelope(void* mem, std::size_t bytes) noexcept {
   counter_block* b = this_block();
   give_back(b, mem, bytes);
   add(b->value, -1);
 }
+}  // namespace
+
+[[gnu::noinline]] void free_message_memory(void* mem, std::size_t bytes) noexcept { release_envelope(mem, bytes); }
 
 void destroy_message(message* m) noexcept {
   // The ops table lives with the type's code: read the owner and the size
@@ -153,11 +159,7 @@ void destroy_message(message* m) noexcept {
   const std::size_t bytes = message::payload_offset + ops->size;
   ops->destroy(m->payload());
   m->~message();
-  // free_message_memory's body, without its call: the thread-local is read
-  // only here, after the destructor, and nothing in between suspends.
-  counter_block* b = this_block();
-  give_back(b, m, bytes);
-  add(b->value, -1);
+  release_envelope(m, bytes);  // after the destructor: nothing from here on suspends
   if (__builtin_expect(owner != nullptr, 0)) module_release(owner);
 }
 

@@ -97,10 +97,7 @@ void wake_from(fiber* self, fiber* target) noexcept {
     return;
   }
   if (state::transition_to_notified(target) != state::wake_result::enqueue) return;
-  // A normal-priority process woken by a process (every message's wake-up):
-  // straight to the run-next slot, without schedule()'s dispatch on priority.
-  if (target->prio == priority::normal) worker_of(self)->schedule_next(target);
-  else worker_of(self)->schedule(target, true);
+  worker_of(self)->schedule(target, true);
 }
 
 uint64_t coarse_now_ms() noexcept {

@@ -466,20 +466,10 @@ bool worker::defer_notify() noexcept {
   return true;
 }
 
-void worker::schedule(fiber* f, bool from_fiber) {
-  switch (f->prio) {
-    case priority::high:
-      rt.high.push(f);
-      if (!defer_notify()) rt.notify_parked();
-      break;
-    case priority::low:
-      rt.low.push(f);
-      if (!defer_notify()) rt.notify_parked();
-      break;
-    default:
-      if (from_fiber) schedule_next(f);
-      else schedule_local(f);
-  }
+void worker::schedule_by_priority(fiber* f) {
+  if (f->prio == priority::high) rt.high.push(f);
+  else rt.low.push(f);
+  if (!defer_notify()) rt.notify_parked();
 }
 
 }  // namespace herd::rt
