@@ -6,15 +6,27 @@
 //      once, its parent waits in "run next"; skynet's peak memory then tracks
 //      live work, not spawned work).
 //   2. the global high-priority queue;
-//   3. every 61st pick (tuning.hpp), the global injection queue and then the low-priority
-//      queue (so neither starves under local load — Go's 1/61 rule);
+//   3. every 61st pick (tuning.hpp), the global injection queue and this
+//      worker's overflow (taking turns at going first), then the low-priority
+//      queue (so none starves under local load — Go's 1/61 rule);
 //   4. "run next" (the fiber the last one woke: ping-pong stays on one core,
 //      hot in cache) — at most 3 times in a row, then the ring gets a turn;
 //   5. the local ring (FIFO);
-//   6. a batch from the injection queue, the low queue;
+//   6. a batch from this worker's overflow, from the injection queue, the low
+//      queue;
 //   7. stealing half of another worker's ring (at most half the workers search
-//      at once), then — last pass — a victim's "run next", but only if the
-//      monitor saw the victim inside one fiber for over 10 ms;
+//      at once), then one fiber from another worker's overflow, then — last
+//      pass — a victim's "run next", but only if the monitor saw the victim
+//      inside one fiber for over 10 ms;
+//
+// A full ring spills half of itself into the worker's own overflow queue, not
+// into the global one (issue 19): with more runnable fibers than a ring holds
+// (1,000 ping-pong pairs on 2 workers), spilled fibers that either worker
+// took from a shared queue kept moving their lines and their partners' to the
+// other core; per worker they come back where they ran, and only a thief
+// moves them (1,000 pairs: 20.6M -> 24.5M msgs/s, docs/handoff.md). The
+// overflow is a relaxed look for the idle protocol, like a ring: only its
+// awake owner pushes to it.
 //   8. polling I/O without blocking; then parking.
 //
 // Searching (idle.hpp has the protocol and its lost wake-up argument): a
@@ -197,7 +209,14 @@ fiber* worker::next_local() {
     if (fiber* f = rt.high.pop()) return f;
   if (--global_countdown_ == 0) {
     global_countdown_ = tuning::global_queue_every;
+    // The global queue and this worker's spill take turns at going first:
+    // either alone could keep the other waiting while the ring stays full.
+    overflow_first_ = !overflow_first_;
+    if (overflow_first_)
+      if (fiber* f = overflow.pop()) return f;
     if (fiber* f = rt.inject.pop()) return f;
+    if (!overflow_first_)
+      if (fiber* f = overflow.pop()) return f;
     if (fiber* f = rt.low.pop()) return f;
   }
   // acq_rel on run_next: the exchange that takes a fiber acquires what the
@@ -223,6 +242,13 @@ fiber* worker::next_remote() {
   fiber* found = nullptr;
   if (has_migrants_.load(std::memory_order_relaxed))
     if (fiber* f = take_migrant()) return f;
+  if (!overflow.empty()) {
+    fiber* batch[tuning::inject_batch_max];
+    uint32_t room = tuning::ring_capacity - ring.size_approx();
+    std::size_t n = overflow.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
+    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
+    if (n) return batch[0];
+  }
   if (!rt.inject.empty()) {
     fiber* batch[tuning::inject_batch_max];
     uint32_t room = tuning::ring_capacity - ring.size_approx();
@@ -271,7 +297,7 @@ void worker::end_search() {
 bool worker::more_work_visible() const {
   if (run_next.load(std::memory_order_relaxed) != nullptr) return true;
   for (auto& w : rt.workers)
-    if (!w->ring.empty_approx()) return true;
+    if (!w->ring.empty_approx() || !w->overflow.empty()) return true;
   return !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
 }
 
@@ -287,6 +313,15 @@ fiber* worker::steal() {
       steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       stolen.store(stolen.load(std::memory_order_relaxed) + 1 + ring.size_approx() - before,
                    std::memory_order_relaxed);
+      return f;
+    }
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    worker* v = rt.workers[(start + i) % n].get();
+    if (v == this) continue;
+    if (fiber* f = v->overflow.pop()) {
+      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      stolen.store(stolen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return f;
     }
   }
@@ -389,7 +424,7 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
     w->clock_countdown_ = tuning::clock_read_every + 1;  // less the one below
   }
   if (w->global_countdown_ <= 1) {
-    if (!w->rt.inject.empty() || !w->rt.low.empty()) return nullptr;
+    if (!w->rt.inject.empty() || !w->overflow.empty() || !w->rt.low.empty()) return nullptr;
     w->global_countdown_ = tuning::global_queue_every + 1;
   }
   if (w->direct || !w->rt.high.empty()) return nullptr;
@@ -445,7 +480,7 @@ void worker::schedule_next(fiber* f) {
 
 void worker::schedule_local(fiber* f) {
   while (!ring.push_back(f)) {
-    if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { rt.inject.push_bulk(items, n); }))
+    if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { overflow.push_bulk(items, n); }))
       break;
   }
   if (defer_notify()) return;

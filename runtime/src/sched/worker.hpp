@@ -4,6 +4,7 @@
 
 #include "context/fiber_context.hpp"
 #include "context/stack_pool.hpp"
+#include "sched/inject_queue.hpp"
 #include "sched/local_queue.hpp"
 #include "sched/parker.hpp"
 #include "sched/tuning.hpp"
@@ -43,6 +44,12 @@ class worker {
   const unsigned id;
   switch_side side;
   local_queue<fiber, tuning::ring_capacity> ring;
+  // Where a full ring spills (half of it at a time): this worker takes them
+  // back on the global queue's turn and when its ring runs dry, a thief after
+  // the rings. Per worker, not the global queue: a spilled fiber taken by the
+  // other worker moved its lines (and its partner's, once it sends) to the
+  // other core.
+  inject_queue overflow;
   // Owner and thieves exchange it: a thief takes it only on its last pass and
   // only if this worker has not switched fibers since its first pass.
   std::atomic<fiber*> run_next{nullptr};
@@ -118,6 +125,7 @@ class worker {
   uint64_t next_maint_tsc_ = 0;
   uint64_t spin_tsc_ = 0;  // runtime_options::busy_wait in TSC ticks; 0: park at once
   bool searching_ = false;
+  bool overflow_first_ = false;  // next_local: which of overflow and the injection queue is asked first
   // While park() dispatches I/O readiness (the worker is still counted as
   // parked): wake-ups it queues are counted, not announced; after waking it
   // asks for help only if it queued more than the one it will run itself.

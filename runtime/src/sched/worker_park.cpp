@@ -148,7 +148,7 @@ void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, t
 // (issue 20).
 bool worker::work_pending_anywhere() const {
   for (auto& w : rt.workers) {
-    if (!w->ring.empty_approx()) return true;
+    if (!w->ring.empty_approx() || !w->overflow.empty()) return true;
     if (w.get() != this && w->open_to_thieves() && w->run_next.load(std::memory_order_seq_cst))
       return true;
   }
@@ -181,7 +181,7 @@ fiber* worker::spin(uint64_t ticks) {
     if (rt.stopping.load(std::memory_order_acquire)) return nullptr;
     // Relaxed looks: a hint to look now. What they miss is found at the next
     // full look, or by park()'s re-check after its seq_cst RMW (idle.hpp).
-    bool seen = !ring.empty_approx() || run_next.load(std::memory_order_relaxed) != nullptr ||
+    bool seen = !ring.empty_approx() || !overflow.empty() || run_next.load(std::memory_order_relaxed) != nullptr ||
                 !rt.inject.empty() || !rt.high.empty() || !rt.low.empty() ||
                 has_migrants_.load(std::memory_order_relaxed);
     t = clock_impl::tsc();
