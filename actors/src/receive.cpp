@@ -35,7 +35,14 @@ receive_mark make_mark() {
 message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
   process* p = self_process();
   if (__builtin_expect(!p, 0)) p = require_process(from_mark ? "herd::receive_after" : "herd::receive");  // throws
-  rt::consume_reduction(p);
+  // Out of budget with mail waiting: it runs next, as it would had it parked
+  // and been woken by that mail. Sent to the ring's tail, a fan-in sink got
+  // one slice per round of its worker's ring while its senders filled its
+  // mailbox (docs/handoff.md, session 21).
+  if (__builtin_expect(--p->reductions_left == 0, 0)) {
+    if (p->mbox.save_head || !p->mbox.incoming_empty()) rt::yield_for_budget_fed(p);
+    else rt::yield_for_budget(p);
+  }
   bool no_block = exit_pending_at_blocking_point(p);
   mailbox& mb = p->mbox;
 

@@ -10,7 +10,7 @@
 
 namespace herd::rt {
 
-enum class suspend_reason : uintptr_t { park = 1, yield, spawn, hibernate, dead, migrate };
+enum class suspend_reason : uintptr_t { park = 1, yield, yield_fed, spawn, hibernate, dead, migrate };
 
 // The worker's half of every switch. One per worker thread; only that thread
 // touches it.

@@ -69,6 +69,7 @@ void consume_reduction() {
 void end_fiber_now(fiber* self) { leave_for_good(self, suspend_reason::dead); }
 
 void yield_for_budget(fiber* f) { suspend(f, suspend_reason::yield); }
+void yield_for_budget_fed(fiber* f) { suspend(f, suspend_reason::yield_fed); }
 
 namespace {
 void enqueue_foreign(fiber* f) noexcept {

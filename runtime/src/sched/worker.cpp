@@ -71,7 +71,8 @@
 //
 // After a fiber switches back, the worker acts on the reason: `park` tries the
 // waiting transition (a wake that came while the fiber ran makes it fail, and
-// the fiber runs again), `yield` goes to the ring's tail, `spawn` puts the
+// the fiber runs again), `yield` goes to the ring's tail, `yield_fed` (a
+// receive out of budget with mail waiting) to run next, `spawn` puts the
 // parent in run next and the child in `direct`, `hibernate` returns the stack
 // to the pool before the waiting transition (a wake-up after that allocates a
 // fresh stack), `dead` returns the stack and hands the fiber to its owner.
@@ -379,6 +380,9 @@ void worker::run(fiber* f) {
     case suspend_reason::yield:
       schedule_local(f);
       break;
+    case suspend_reason::yield_fed:
+      schedule_next(f);
+      break;
     case suspend_reason::migrate:
       migrate_away(f);
       break;
@@ -410,7 +414,7 @@ void worker::run(fiber* f) {
 // high-priority work, not the injection queue's turn.
 fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why) {
   auto* w = static_cast<worker*>(side->owner);
-  if (why != suspend_reason::park && why != suspend_reason::yield) return nullptr;
+  if (why != suspend_reason::park && why != suspend_reason::yield && why != suspend_reason::yield_fed) return nullptr;
   // A countdown about to run out is the loop's (next_local) to act on -- but
   // only when there is something to act on: a switch through the loop costs
   // two context switches and the loop's own picking, and fibers that keep
@@ -459,6 +463,8 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
   auto* w = static_cast<worker*>(side->owner);
   if (why == suspend_reason::park) {
     if (!state::try_park(left)) w->schedule_next(left);
+  } else if (why == suspend_reason::yield_fed) {
+    w->schedule_next(left);
   } else {
     w->schedule_local(left);
   }

@@ -44,6 +44,9 @@ void yield_for_budget(fiber* self);
 inline void consume_reduction(fiber* self) {
   if (--self->reductions_left == 0) yield_for_budget(self);
 }
+// The budget ran out in a receive that has messages waiting: the fiber is
+// treated as one a message just woke (run next), not sent to the ring's tail.
+void yield_for_budget_fed(fiber* self);
 // wake(target) from the fiber `self` (or, with self == nullptr, from anywhere).
 void wake_from(fiber* self, fiber* target) noexcept;
 
