@@ -15,7 +15,9 @@
 #include <herd/actors/message.hpp>
 #include <herd/runtime/sanitizers.hpp>
 
+#include <array>
 #include <atomic>
+#include <type_traits>
 
 namespace herd::detail {
 namespace {
@@ -31,7 +33,13 @@ constexpr std::size_t cache_classes = 8;
 // receiver's burst of a few hundred messages to come back to its senders on
 // the same worker (fan-in), at most 128 KiB a thread when every class is full.
 constexpr std::size_t cache_class_bytes = 16384;
-constexpr uint32_t cache_cap(std::size_t c) noexcept { return uint32_t(cache_class_bytes / ((c + 1) * cache_step)); }
+// A table, not the division: give_back asks it for every message freed.
+constexpr auto cache_caps = [] {
+  std::array<uint32_t, cache_classes> caps{};
+  for (std::size_t c = 0; c < cache_classes; ++c) caps[c] = uint32_t(cache_class_bytes / ((c + 1) * cache_step));
+  return caps;
+}();
+constexpr uint32_t cache_cap(std::size_t c) noexcept { return cache_caps[c]; }
 
 struct free_envelope {
   free_envelope* next;
@@ -119,7 +127,8 @@ inline void give_back(counter_block* b, void* mem, std::size_t bytes) noexcept {
   if (delta > 0) b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-[[gnu::noinline]] void* allocate_message(std::size_t bytes) {
+namespace {
+[[gnu::noinline]] void* allocate_message_slow(std::size_t bytes) {
   counter_block* b = this_block();
   void* mem;
   const std::size_t c = class_of(bytes);
@@ -138,6 +147,26 @@ inline void give_back(counter_block* b, void* mem, std::size_t bytes) noexcept {
   b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return mem;
 }
+}  // namespace
+
+// An envelope from this thread's cache without a call (so without register
+// saves); anything else — an empty cache, a large message, a thread's first —
+// in allocate_message_slow.
+[[gnu::noinline]] void* allocate_message(std::size_t bytes) {
+  if constexpr (cache_enabled) {
+    counter_block* b = tl_block;
+    const std::size_t c = class_of(bytes);
+    if (__builtin_expect(b != nullptr, 1) && c < cache_classes)
+      if (free_envelope* e = b->cache[c]) {
+        b->cache[c] = e->next;
+        --b->cached[c];
+        add(b->value, 1);
+        b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return e;
+      }
+  }
+  return allocate_message_slow(bytes);
+}
 
 namespace {
 // The envelope back to this thread's cache (or the allocator), uncounted.
@@ -151,16 +180,43 @@ inline void release_envelope(void* mem, std::size_t bytes) noexcept {
 
 [[gnu::noinline]] void free_message_memory(void* mem, std::size_t bytes) noexcept { release_envelope(mem, bytes); }
 
-void destroy_message(message* m) noexcept {
+namespace {
+// A destructor to run, or a module's type (a reference to drop after it).
+[[gnu::noinline]] void destroy_message_slow(message* m) noexcept {
   // The ops table lives with the type's code: read the owner and the size
   // before running it, and drop the reference only after it has returned.
   const message_ops* ops = m->ops;
   module_anchor* owner = ops->owner;
   const std::size_t bytes = message::payload_offset + ops->size;
-  ops->destroy(m->payload());
+  if (ops->destroy) ops->destroy(m->payload());
   m->~message();
   release_envelope(m, bytes);  // after the destructor: nothing from here on suspends
   if (__builtin_expect(owner != nullptr, 0)) module_release(owner);
+}
+}  // namespace
+
+// The common message (a trivially destructible value of the host's, into
+// this thread's cache) without a call on its way: so without the saves and
+// restores of the registers the slow path keeps across its calls, which were
+// a third of this function's instructions (issue 19).
+void destroy_message(message* m) noexcept {
+  static_assert(std::is_trivially_destructible_v<message>);
+  const message_ops* ops = m->ops;
+  if (__builtin_expect(ops->destroy != nullptr || ops->owner != nullptr, 0)) return destroy_message_slow(m);
+  const std::size_t bytes = message::payload_offset + ops->size;
+  if constexpr (cache_enabled) {
+    counter_block* b = tl_block;
+    const std::size_t c = class_of(bytes);
+    if (__builtin_expect(b != nullptr, 1) && c < cache_classes && b->cached[c] < cache_cap(c) && !b->closed) {
+      auto* e = reinterpret_cast<free_envelope*>(m);
+      e->next = b->cache[c];
+      b->cache[c] = e;
+      ++b->cached[c];
+      add(b->value, -1);
+      return;
+    }
+  }
+  free_message_memory(m, bytes);  // out of line, a tail call: the rest of the cases
 }
 
 std::ptrdiff_t live_messages_total() noexcept {

@@ -42,8 +42,9 @@ pid spawn_root(std::function<void()> fn, const spawn_options& o) {
   return launch(p, o);
 }
 
-namespace {
 std::atomic<node_state*> g_node{nullptr};
+
+namespace {
 std::terminate_handler g_prev_terminate = nullptr;
 
 [[noreturn]] void terminate_handler() {
@@ -57,7 +58,6 @@ std::terminate_handler g_prev_terminate = nullptr;
 }
 }  // namespace
 
-node_state* current_node() noexcept { return g_node.load(std::memory_order_acquire); }
 void set_current_node(node_state* n) noexcept { g_node.store(n, std::memory_order_release); }
 
 node_state::node_state(const node_options& o, unsigned w)

@@ -41,8 +41,9 @@ struct node_state {
   std::atomic<bool> draining{false};  // the node waits for the last exit
 };
 
-// The running node's state, or nullptr. Any thread.
-node_state* current_node() noexcept;
+// The running node's state, or nullptr. Any thread. Inline: every send asks.
+extern std::atomic<node_state*> g_node;
+inline node_state* current_node() noexcept { return g_node.load(std::memory_order_acquire); }
 void set_current_node(node_state* n) noexcept;
 
 }  // namespace herd::detail

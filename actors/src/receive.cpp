@@ -76,8 +76,8 @@ message* receive_scan(matcher mt, uint64_t deadline, bool from_mark) {
     // The worker's coarse clock (no clock read) lags the real one: a deadline
     // that passed unnoticed here is armed anyway and fires at once.
     if (deadline != rt::no_deadline && (deadline == 0 || rt::coarse_now_ms() >= deadline)) return nullptr;
+    // The drain at the top of the loop looks at pending_exit after it.
     expired = rt::park_until(p, deadline);
-    no_block = exit_pending_at_blocking_point(p);
   }
 }
 

@@ -8,7 +8,7 @@
 #   (gdb) herd unselect
 #   (gdb) herd workers
 #
-# How it finds the actors: herd::detail::(anonymous namespace)::g_node (an
+# How it finds the actors: herd::detail::g_node (an
 # atomic node_state*) -> node_state::table -> process_table::slots_[0, fresh_),
 # each slot an atomic process* (16-byte slots). Workers: herd::rt::(anonymous
 # namespace)::g_runtime -> runtime_impl::workers (vector<unique_ptr<worker>>)
@@ -33,7 +33,9 @@ import struct
 import gdb
 import gdb.unwinder
 
-_NODE_SYMS = ("herd::detail::(anonymous namespace)::g_node",)
+# The first: an inline current_node() reads it from other files (issue 19);
+# the second: builds before that, where it was node.cpp's own.
+_NODE_SYMS = ("herd::detail::g_node", "herd::detail::(anonymous namespace)::g_node")
 _RUNTIME_SYMS = ("herd::rt::(anonymous namespace)::g_runtime",)
 
 _STATE_NAMES = {0: "waiting", 1: "runnable", 2: "runnable", 3: "dead"}
@@ -199,7 +201,7 @@ class Worker:
 def _node_ptr():
     a = _global_address(_NODE_SYMS)
     if a is None:
-        raise HerdError("no symbol herd::detail::(anonymous namespace)::g_node: "
+        raise HerdError("no symbol herd::detail::g_node: "
                         "is this a herd program (not stripped)?")
     return _u64(a)
 

@@ -54,7 +54,7 @@ template <class T>
 using message_type_t = std::conditional_t<is_c_string<T>, std::string, std::decay_t<T>>;
 
 struct message_ops {
-  void (*destroy)(void* payload) noexcept;
+  void (*destroy)(void* payload) noexcept;  // nullptr: nothing to run (a trivially destructible type)
   const char* name;    // the type's name, for traces and the observer;
   uint32_t name_len;   // not NUL-terminated
   uint32_t size;
@@ -86,7 +86,7 @@ static_assert(sizeof(message) <= message::payload_offset);
 template <class T>
 struct ops_holder {
   static void destroy(void* p) noexcept { static_cast<T*>(p)->~T(); }
-  static constexpr message_ops ops{&destroy, type_name<T>().data(),
+  static constexpr message_ops ops{std::is_trivially_destructible_v<T> ? nullptr : &destroy, type_name<T>().data(),
                                    static_cast<uint32_t>(type_name<T>().size()),
                                    static_cast<uint32_t>(sizeof(T)), &::herd_module_anchor_v1};
 };
