@@ -19,6 +19,9 @@
 //    declared __attribute__((const)), so GCC may reuse its result across a jump:
 //    it is called once per worker thread, from init_on_thread(), and the
 //    fiber reaches the structure through its current switch_side.
+//  * The jump itself is herd's (jump_x86_64.S): fcontext's frame and calling
+//    convention without its save and reload of MXCSR and the x87 control
+//    word, so the floating-point environment is per worker thread.
 //  * ASan: every jump is bracketed by __sanitizer_start/finish_switch_fiber; a
 //    dying fiber passes nullptr for its fake stack so ASan frees it.
 //    TSan: one TSan fiber per pooled stack, created on first use.
@@ -40,8 +43,21 @@
 
 namespace bctx = boost::context::detail;
 
+#if defined(__x86_64__)
+// jump_x86_64.S: fcontext's switch without the floating-point control words.
+extern "C" bctx::transfer_t herd_jump_fcontext(bctx::fcontext_t to, void* data);
+#endif
+
 namespace herd::rt {
 namespace {
+
+inline bctx::transfer_t jump(bctx::fcontext_t to, void* data) noexcept {
+#if defined(__x86_64__)
+  return herd_jump_fcontext(to, data);
+#else
+  return bctx::jump_fcontext(to, data);
+#endif
+}
 
 struct eh_globals {  // layout of libstdc++'s __cxa_eh_globals
   void* caught;
@@ -117,7 +133,7 @@ inline void note_stack_depth(fiber* f) noexcept {
   g->uncaught = 0;
   asan_start(nullptr, side->stack_bottom, side->stack_size);  // nullptr: this stack dies
   tsan_switch(side->tsan_fiber);
-  bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+  jump(side->sched_ctx, reinterpret_cast<void*>(why));
   __builtin_unreachable();
 }
 
@@ -164,7 +180,7 @@ void leave_for_good(fiber* f, suspend_reason why) noexcept { leave(f, why); }
 
 resumed resume(switch_side& side, fiber* f) noexcept {
   side.current = f;
-  bctx::transfer_t t = bctx::jump_fcontext(enter(f, &side.fake_stack), &side);
+  bctx::transfer_t t = jump(enter(f, &side.fake_stack), &side);
   asan_finish(side.fake_stack, nullptr, nullptr);
   auto why = static_cast<suspend_reason>(reinterpret_cast<uintptr_t>(t.data));
   fiber* back = side.current;  // the fiber that came back: maybe not f
@@ -186,11 +202,11 @@ void suspend(fiber* f, suspend_reason why) noexcept {
     side->from = f;
     side->from_why = why;
     side->current = next;
-    t = bctx::jump_fcontext(enter(next, fake_slot(f)), side);
+    t = jump(enter(next, fake_slot(f)), side);
   } else {
     asan_start(fake_slot(f), side->stack_bottom, side->stack_size);
     tsan_switch(side->tsan_fiber);
-    t = bctx::jump_fcontext(side->sched_ctx, reinterpret_cast<void*>(why));
+    t = jump(side->sched_ctx, reinterpret_cast<void*>(why));
   }
   arrived(f, t);
 }
