@@ -20,6 +20,19 @@ struct item {
 }  // namespace budget_test_msgs
 using namespace budget_test_msgs;
 
+namespace {
+// n processes that count a turn and yield, until stop.
+void spawn_spinners(int n, std::atomic<uint64_t>& turns, std::atomic<bool>& stop) {
+  for (int i = 0; i < n; ++i)
+    herd::spawn([&turns, &stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        turns.fetch_add(1, std::memory_order_relaxed);
+        herd::yield();
+      }
+    });
+}
+}  // namespace
+
 TEST_CASE("a receive out of budget with mail waiting runs next, and the ring still gets every other turn",
           "[receive][sched]") {
   herd::node_options o = herd::test::opts(1);
@@ -30,13 +43,7 @@ TEST_CASE("a receive out of budget with mail waiting runs next, and the ring sti
   std::atomic<bool> stop{false};
   uint64_t during = 0, taken = 0;
   auto r = run_node(o, [&] {
-    for (int i = 0; i < spinners; ++i)
-      herd::spawn([&] {
-        while (!stop.load(std::memory_order_relaxed)) {
-          turns.fetch_add(1, std::memory_order_relaxed);
-          herd::yield();
-        }
-      });
+    spawn_spinners(spinners, turns, stop);
     const herd::pid me = herd::self();
     for (uint64_t i = 0; i < backlog; ++i) herd::send(me, item{i});
     herd::yield();  // the drain starts on a fresh slice, behind one turn of each spinner
@@ -64,13 +71,7 @@ TEST_CASE("a process out of budget outside a receive goes to the back of the rin
   uint64_t during = 0;
   constexpr uint64_t sends = 16;
   auto r = run_node(o, [&] {
-    for (int i = 0; i < spinners; ++i)
-      herd::spawn([&] {
-        while (!stop.load(std::memory_order_relaxed)) {
-          turns.fetch_add(1, std::memory_order_relaxed);
-          herd::yield();
-        }
-      });
+    spawn_spinners(spinners, turns, stop);
     herd::yield();
     // Sends to a process that is gone cost a reduction each and never
     // receive: each slice ends in a send, with no mail waiting here.
