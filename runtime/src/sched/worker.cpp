@@ -18,6 +18,7 @@
 //      at once), then one fiber from another worker's overflow, then — last
 //      pass — a victim's "run next", but only if the monitor saw the victim
 //      inside one fiber for over 10 ms;
+//   8. polling I/O without blocking; then parking.
 //
 // A full ring spills half of itself into the worker's own overflow queue, not
 // into the global one (issue 19): with more runnable fibers than a ring holds
@@ -27,7 +28,6 @@
 // moves them (1,000 pairs: 20.6M -> 24.5M msgs/s, docs/handoff.md). The
 // overflow is a relaxed look for the idle protocol, like a ring: only its
 // awake owner pushes to it.
-//   8. polling I/O without blocking; then parking.
 //
 // Searching (idle.hpp has the protocol and its lost wake-up argument): a
 // worker that ran dry becomes a searcher (at most half the workers at once)
