@@ -102,19 +102,40 @@ inline void add(std::atomic<int64_t>& a, int64_t d) noexcept {
 
 inline std::size_t class_of(std::size_t bytes) noexcept { return (bytes - 1) / cache_step; }
 
-// The thread that runs this may differ from the one that allocated mem.
+// b's cache of class c (< cache_classes): an envelope from it, or nullptr.
+inline void* cache_take(counter_block* b, std::size_t c) noexcept {
+  free_envelope* e = b->cache[c];
+  if (e) {
+    b->cache[c] = e->next;
+    --b->cached[c];
+  }
+  return e;
+}
+
+// mem into b's cache of class c (< cache_classes), if it has room and the
+// thread is not exiting. The thread that runs this may differ from the one
+// that allocated mem.
+inline bool cache_put(counter_block* b, void* mem, std::size_t c) noexcept {
+  if (b->cached[c] >= cache_cap(c) || b->closed) return false;
+  auto* e = static_cast<free_envelope*>(mem);
+  e->next = b->cache[c];
+  b->cache[c] = e;
+  ++b->cached[c];
+  return true;
+}
+
 inline void give_back(counter_block* b, void* mem, std::size_t bytes) noexcept {
   if constexpr (cache_enabled) {
     const std::size_t c = class_of(bytes);
-    if (c < cache_classes && b->cached[c] < cache_cap(c) && !b->closed) {
-      auto* e = static_cast<free_envelope*>(mem);
-      e->next = b->cache[c];
-      b->cache[c] = e;
-      ++b->cached[c];
-      return;
-    }
+    if (c < cache_classes && cache_put(b, mem, c)) return;
   }
   alloc::deallocate(mem);
+}
+
+// One more live message, and one more made by this thread.
+inline void count_made(counter_block* b) noexcept {
+  add(b->value, 1);
+  b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -133,18 +154,12 @@ namespace {
   void* mem;
   const std::size_t c = class_of(bytes);
   if (cache_enabled && c < cache_classes) {
-    if (free_envelope* e = b->cache[c]) {
-      b->cache[c] = e->next;
-      --b->cached[c];
-      mem = e;
-    } else {
-      mem = alloc::allocate((c + 1) * cache_step);
-    }
+    mem = cache_take(b, c);  // a thread's first message comes here with its cache unread
+    if (!mem) mem = alloc::allocate((c + 1) * cache_step);
   } else {
     mem = alloc::allocate(bytes);
   }
-  add(b->value, 1);
-  b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  count_made(b);
   return mem;
 }
 }  // namespace
@@ -157,11 +172,8 @@ namespace {
     counter_block* b = tl_block;
     const std::size_t c = class_of(bytes);
     if (__builtin_expect(b != nullptr, 1) && c < cache_classes)
-      if (free_envelope* e = b->cache[c]) {
-        b->cache[c] = e->next;
-        --b->cached[c];
-        add(b->value, 1);
-        b->made.store(b->made.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      if (void* e = cache_take(b, c)) {
+        count_made(b);
         return e;
       }
   }
@@ -207,11 +219,7 @@ void destroy_message(message* m) noexcept {
   if constexpr (cache_enabled) {
     counter_block* b = tl_block;
     const std::size_t c = class_of(bytes);
-    if (__builtin_expect(b != nullptr, 1) && c < cache_classes && b->cached[c] < cache_cap(c) && !b->closed) {
-      auto* e = reinterpret_cast<free_envelope*>(m);
-      e->next = b->cache[c];
-      b->cache[c] = e;
-      ++b->cached[c];
+    if (__builtin_expect(b != nullptr, 1) && c < cache_classes && cache_put(b, m, c)) {
       add(b->value, -1);
       return;
     }
