@@ -243,20 +243,8 @@ fiber* worker::next_remote() {
   fiber* found = nullptr;
   if (has_migrants_.load(std::memory_order_relaxed))
     if (fiber* f = take_migrant()) return f;
-  if (!overflow.empty()) {
-    fiber* batch[tuning::inject_batch_max];
-    uint32_t room = tuning::ring_capacity - ring.size_approx();
-    std::size_t n = overflow.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
-    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
-    if (n) return batch[0];
-  }
-  if (!rt.inject.empty()) {
-    fiber* batch[tuning::inject_batch_max];
-    uint32_t room = tuning::ring_capacity - ring.size_approx();
-    std::size_t n = rt.inject.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
-    for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
-    if (n) found = batch[0];
-  }
+  if (fiber* f = take_batch(overflow)) return f;
+  found = take_batch(rt.inject);
   if (!found) found = rt.low.pop();
   if (!found) {
     // Even a lone worker becomes a searcher: the last searcher to park
@@ -272,6 +260,17 @@ fiber* worker::next_remote() {
     if (!found) found = run_next.exchange(nullptr, std::memory_order_acq_rel);
   }
   return found;
+}
+
+// A batch from q (this worker's overflow or the injection queue): the first
+// to run now, the rest onto the ring, taking at most half its free room.
+fiber* worker::take_batch(inject_queue& q) {
+  if (q.empty()) return nullptr;
+  fiber* batch[tuning::inject_batch_max];
+  uint32_t room = tuning::ring_capacity - ring.size_approx();
+  std::size_t n = q.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
+  for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
+  return n ? batch[0] : nullptr;
 }
 
 // Whatever the searcher found — stolen, injected, or its own ring and run next
@@ -302,6 +301,12 @@ bool worker::more_work_visible() const {
   return !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
 }
 
+// relaxed: metrics, written by this worker only.
+void worker::note_theft(uint64_t fibers) noexcept {
+  steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (fibers) stolen.store(stolen.load(std::memory_order_relaxed) + fibers, std::memory_order_relaxed);
+}
+
 fiber* worker::steal() {
   const unsigned n = rt.n_workers;
   rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;
@@ -311,9 +316,7 @@ fiber* worker::steal() {
     if (v == this) continue;
     uint32_t before = ring.size_approx();
     if (fiber* f = v->ring.steal_into(ring)) {
-      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      stolen.store(stolen.load(std::memory_order_relaxed) + 1 + ring.size_approx() - before,
-                   std::memory_order_relaxed);
+      note_theft(1 + ring.size_approx() - before);
       return f;
     }
   }
@@ -321,8 +324,7 @@ fiber* worker::steal() {
     worker* v = rt.workers[(start + i) % n].get();
     if (v == this) continue;
     if (fiber* f = v->overflow.pop()) {
-      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      stolen.store(stolen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      note_theft(1);
       return f;
     }
   }
@@ -336,7 +338,7 @@ fiber* worker::steal() {
     if (fiber* f = ring.pop()) return f;  // what those timers woke
     if (!v->run_next.load(std::memory_order_relaxed)) continue;
     if (fiber* f = v->run_next.exchange(nullptr, std::memory_order_acq_rel)) {
-      steals.store(steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      note_theft(0);  // counted as a steal only, as it always was
       return f;
     }
   }

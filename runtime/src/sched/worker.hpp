@@ -97,6 +97,8 @@ class worker {
 
   fiber* next_local();
   fiber* next_remote();
+  fiber* take_batch(inject_queue& q);
+  void note_theft(uint64_t fibers) noexcept;  // steals + 1, stolen + fibers
   fiber* steal();
   void end_search();
   bool more_work_visible() const;
