@@ -84,10 +84,7 @@ void hold_body(task* t) {
 
 TEST_CASE("fibers a full ring spills run on the worker that spilled them, unless a thief takes them",
           "[sched][overflow]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(2));
   r.start();
   scene s;
   for (int g = 0; g < 2; ++g)
@@ -126,10 +123,7 @@ TEST_CASE("fibers a full ring spills run on the worker that spilled them, unless
 }
 
 TEST_CASE("a worker stuck in one fiber has what its ring spilled run by the other worker", "[sched][overflow]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(2));
   r.start();
   scene s;
   for (std::size_t i = 0; i < per_launcher; ++i) s.group[0].push_back(std::make_unique<cycler>());

@@ -3,6 +3,7 @@
 // the worker after its stack went back to the pool. And a poll for the test's
 // own thread (not a fiber), since these tests assert on metrics that settle.
 #pragma once
+#include <herd/runtime/runtime.hpp>
 #include <herd/runtime/sched.hpp>
 
 #include <catch2/catch.hpp>
@@ -40,6 +41,15 @@ inline void launch(task& t, void (*body)(task*), void* arg) {
   std::string err;
   if (!herd::rt::prepare_stack(&t, 0, &err)) FAIL("prepare_stack: " << err);
   herd::rt::start(&t);
+}
+
+// A runtime's options for these tests: `workers` workers, no start-up
+// warnings on stderr.
+inline herd::rt::runtime_options quiet_options(unsigned workers) {
+  herd::rt::runtime_options o;
+  o.workers = workers;
+  o.quiet = true;
+  return o;
 }
 
 // Polls pred every millisecond until it holds or `limit` passed.

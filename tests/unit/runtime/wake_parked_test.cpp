@@ -115,10 +115,7 @@ void publisher_body(task* t) {
 // search and nobody woke it: one core ran everything, the other stayed parked
 // (0 steals) until the fan-out ended.
 TEST_CASE("a worker whose ring has runnable work wakes a parked worker, which steals", "[sched][wake]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(2));
   r.start();
   scene s;
   for (int i = 0; i < 64; ++i) s.subscribers.push_back(std::make_unique<task>());
@@ -187,10 +184,7 @@ void idle_spin_body(task*) {
 // the monitor has recorded its slice (it would spin to the 20 s limit if the
 // monitor were never woken).
 TEST_CASE("after the node idles long enough for the monitor to sleep, a fiber that never yields is still recorded as a long schedule") {
-  runtime_options o;
-  o.workers = 1;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(1));
   r.start();
   const std::size_t before = r.metrics().long_schedules.size();
   // The duration under test: idle well past the monitor's 20 ms before it sleeps.

@@ -76,10 +76,7 @@ void waiter_body(task* t) {
 // seeing the other worker parked and nobody searching, woke it: two parks per
 // event (the woken worker found nothing, or stole the fiber) instead of one.
 TEST_CASE("a readiness event that makes one fiber runnable does not wake a parked sibling", "[sched][wake]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(2));
   r.start();
   waiter_scene s;
   s.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -157,10 +154,7 @@ void pair_body(task* t) {
 }  // namespace
 
 TEST_CASE("a readiness dispatch that makes two fibers runnable gets both run at once, on both workers", "[sched][wake]") {
-  runtime_options o;
-  o.workers = 2;
-  o.quiet = true;
-  runtime r(o);
+  runtime r(quiet_options(2));
   r.start();
   pair_scene s;
   int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
