@@ -97,6 +97,12 @@ TEST_CASE("fibers a full ring spills run on the worker that spilled them, unless
   launch(launchers[1], &launcher_body, &la[1]);
   REQUIRE(eventually([&] { return la[0].launched.load() && la[1].launched.load(); }));
   const runtime_metrics before = r.metrics();
+  // The observer's run queue counts the spilled fibers too: more than two
+  // rings (and two run-next slots) hold are waiting now.
+  CHECK(eventually([&] {
+    runtime_metrics m = r.metrics();
+    return m.workers[0].run_queue + m.workers[1].run_queue > 2 * (tuning::ring_capacity + 1);
+  }));
   s.go.store(true, std::memory_order_release);
   REQUIRE(eventually([&] { return s.finished.load() == 2 * per_launcher; }));
   const runtime_metrics after = r.metrics();

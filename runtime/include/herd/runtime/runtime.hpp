@@ -51,7 +51,7 @@ struct worker_metrics {
   uint64_t parks = 0;
   uint64_t spins = 0;          // busy waits begun (runtime_options::busy_wait)
   uint64_t busy_ns = 0;        // time spent running fibers
-  uint64_t run_queue = 0;      // current length (approximate)
+  uint64_t run_queue = 0;      // ring + own overflow + run next, now (approximate)
   uint64_t timers = 0;         // armed timers on this worker's wheel
   const void* running = nullptr;  // the fiber running on it now (identity only; a hint)
 };
