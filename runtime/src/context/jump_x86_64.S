@@ -9,7 +9,21 @@
    were 2.3 of the 5.4 ns a switch cost (docs/handoff.md, session 21). The
    floating-point environment is therefore the worker thread's, not each
    fiber's: code that changes the rounding mode or the exception masks must
-   put them back before it can block (docs/erlang-differences.md). */
+   put them back before it can block (docs/erlang-differences.md).
+
+   How it goes on: with `ret` when the other side resumes at the very call
+   site this side is leaving from, with `jmp` otherwise. Two fibers handing
+   off through receive -> park -> suspend both sleep in the same call, and
+   the CPU's return stack holds this side's return addresses, which are
+   the other side's too: `ret` consumes the top one as the right prediction
+   and every return up the shared chain is predicted after it. `jmp` left
+   that entry on the return stack, so each return after the switch was
+   predicted one frame off and missed (tools/switchbench, nested: 29 -> 15 ns
+   a switch; docs/handoff.md, session 22). A fresh context (make_fcontext's
+   trampoline) or a switch between different sites (a fiber and the worker
+   loop) takes the `jmp`, which the indirect predictor handles. (A `ret` to
+   another stack would fault under CET shadow stacks; this file carries no
+   SHSTK property, so the linker leaves them off for the whole binary.) */
     .text
     .globl  herd_jump_fcontext
     .type   herd_jump_fcontext, @function
@@ -22,6 +36,7 @@ herd_jump_fcontext:
     movq    %r15, 0x20(%rsp)
     movq    %rbx, 0x28(%rsp)
     movq    %rbp, 0x30(%rsp)
+    movq    0x38(%rsp), %rcx       /* where this side resumes */
     movq    %rsp, %rax             /* this context, handed to the other side */
     movq    %rdi, %rsp             /* the other side's frame */
     movq    0x38(%rsp), %r8        /* where it resumes */
@@ -31,9 +46,13 @@ herd_jump_fcontext:
     movq    0x20(%rsp), %r15
     movq    0x28(%rsp), %rbx
     movq    0x30(%rsp), %rbp
-    leaq    0x40(%rsp), %rsp       /* drop the frame and the return address */
+    leaq    0x38(%rsp), %rsp       /* drop the frame: the return address is on top */
     movq    %rsi, %rdx             /* transfer_t{fctx: rax, data: rdx} as a return value, */
     movq    %rax, %rdi             /* and as the first argument of a fresh context's entry */
+    cmpq    %rcx, %r8
+    jne     1f
+    ret                            /* the same call site: the return stack predicts it */
+1:  leaq    0x8(%rsp), %rsp
     jmp     *%r8
     .size   herd_jump_fcontext, .-herd_jump_fcontext
 
