@@ -345,13 +345,13 @@ fiber* worker::steal() {
   return nullptr;
 }
 
-void worker::begin_slice(fiber* f) {
+inline void worker::begin_slice(fiber* f) {
   f->reductions_left = rt.opts.reduction_budget;
   f->last_run_ms.store(coarse_ms_, std::memory_order_relaxed);
   running.store(f, std::memory_order_relaxed);
 }
 
-void worker::end_slice(fiber* f) {
+inline void worker::end_slice(fiber* f) {
   // relaxed: statistics, written by the worker running f only.
   f->reductions.store(f->reductions.load(std::memory_order_relaxed) + rt.opts.reduction_budget -
                           f->reductions_left,

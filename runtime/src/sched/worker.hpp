@@ -104,8 +104,9 @@ class worker {
   bool more_work_visible() const;
   bool defer_notify() noexcept;
   void run(fiber* f);
-  void begin_slice(fiber* f);
-  void end_slice(fiber* f);
+  // Inlined into pick_direct and run: two calls on every direct switch.
+  [[gnu::always_inline]] inline void begin_slice(fiber* f);
+  [[gnu::always_inline]] inline void end_slice(fiber* f);
   static fiber* pick_direct(switch_side* side, fiber* leaving, suspend_reason why);
   static void after_direct(switch_side* side, fiber* left, suspend_reason why);
   void maintenance(uint64_t now_tsc);
