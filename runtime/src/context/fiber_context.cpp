@@ -198,18 +198,23 @@ void suspend(fiber* f, suspend_reason why) noexcept {
   f->eh_uncaught = g->uncaught;
   g->caught = nullptr;
   g->uncaught = 0;
-  bctx::transfer_t t;
+  // One jump for both ways out: every suspended fiber then sleeps in the same
+  // call, and a direct switch to it returns with `ret` (jump_x86_64.S).
+  bctx::fcontext_t to;
+  void* data;
   if (fiber* next = side->pick_direct ? side->pick_direct(side, f, why) : nullptr) {
     side->from = f;
     side->from_why = why;
     side->current = next;
-    t = jump(enter(next, fake_slot(f)), side);
+    to = enter(next, fake_slot(f));
+    data = side;
   } else {
     asan_start(fake_slot(f), side->stack_bottom, side->stack_size);
     tsan_switch(side->tsan_fiber);
-    t = jump(side->sched_ctx, reinterpret_cast<void*>(why));
+    to = side->sched_ctx;
+    data = reinterpret_cast<void*>(why);
   }
-  arrived(f, t);
+  arrived(f, jump(to, data));
 }
 
 }  // namespace herd::rt
