@@ -2,7 +2,12 @@
 // name, whereis) share it; register/unregister and exits take it alone.
 // An exit unpublishes the pid before it drops the name, and register checks
 // the pid is still published under the lock, so a dead process never keeps a
-// name.
+// name. A name whose holder has left the table is free to register at once,
+// not only after the holder's exit has dropped it: whoever saw the holder gone
+// (a monitor's noproc DOWN, a failed lookup) can take the name without
+// waiting on that exit's thread (an acceptor restart once found its names
+// still held this way: listener_sup.cpp). The holder's own release then finds
+// the entry held by another pid and leaves it.
 #include <herd/actors/registry.hpp>
 #include <herd/runtime/sched.hpp>
 #include <herd/runtime/thread_safety.hpp>
@@ -44,7 +49,11 @@ bool register_process(std::string_view name, process* p) {
   if (!n || n->table.lookup(p->id) != p) return false;
   if (p->name.load(std::memory_order_relaxed)) return false;
   auto [it, inserted] = r.names.try_emplace(std::string(name), p->id);
-  if (!inserted) return false;
+  if (!inserted) {
+    rt::foreign_read_guard fg;  // the lookup reads the holder's control block
+    if (n->table.lookup(it->second)) return false;  // held by a live process
+    it->second = p->id;                              // its holder has left the table
+  }
   p->name.store(new interned_name{std::string(name)}, std::memory_order_release);
   return true;
 }

@@ -35,34 +35,21 @@ namespace sup = herd::supervisor;
 // restarted acceptors_sup may start their successors before that — a name
 // still taken made the start fail, each failure counted as a restart, and
 // one kill burned listener_sup's whole restart intensity in a millisecond,
-// ending the listener. So a successor waits for the holder to end (five
-// seconds at most; then it runs unnamed, and says so). The wait is bounded by
-// time, not by tries: a holder that has left the process table but not yet
-// the registry (process_finished does the two in that order) answers a
-// monitor with an immediate noproc DOWN, and while its worker thread is
-// descheduled in between, counted tries ran out in microseconds (an ASan CI
-// run found the acceptors unnamed).
+// ending the listener. So a successor waits for the holder to end (a few
+// seconds at most; then it runs unnamed, and says so). A holder already out
+// of the process table answers the monitor with noproc at once, and its name
+// is then free to take even before its exit releases it (names.cpp).
 void take_name(const std::string& name) {
-  using clock = std::chrono::steady_clock;
-  const clock::time_point give_up = clock::now() + std::chrono::seconds(5);
-  while (!herd::register_name(name, herd::self())) {
-    const clock::time_point now = clock::now();
-    if (now >= give_up) {
-      herd::log_report("listener acceptor: the name " + name + " is still taken after 5 s; running unnamed");
-      return;
-    }
+  for (int waits = 0; waits < 5; ++waits) {
+    if (herd::register_name(name, herd::self())) return;
     auto holder = herd::whereis(name);
     if (!holder) continue;  // freed meanwhile: try again
     const monitor_ref m = herd::monitor(*holder);
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(give_up - now);
-    bool gone_from_table = false;
-    herd::receive(herd::when([m](const down& d) { return d.ref == m; },
-                             [&](const down& d) { gone_from_table = d.reason.kind() == exit_kind::noproc; }),
-                  herd::after(left, [m] { herd::demonitor(m); }));
-    // Out of the table, still in the registry: its release is a few
-    // instructions away on a thread the OS has paused. Let it run.
-    if (gone_from_table) herd::sleep(std::chrono::milliseconds(1));
+    herd::receive(herd::when([m](const down& d) { return d.ref == m; }, [](const down&) {}),
+                  herd::after(std::chrono::seconds(1), [m] { herd::demonitor(m); }));
   }
+  if (!herd::register_name(name, herd::self()))
+    herd::log_report("listener acceptor: the name " + name + " is still taken after 5 s; running unnamed");
 }
 
 sup::child_spec acceptors_sup_spec(const std::shared_ptr<listener_state>& l, const std::shared_ptr<void>& accept_side) {

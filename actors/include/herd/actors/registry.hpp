@@ -10,7 +10,8 @@
 
 namespace herd {
 
-// False if the name is taken, the process is dead, or it already has a name.
+// False if the name is taken by a live process (one whose exit has begun no
+// longer holds it), p is dead, or p already has a name.
 bool register_name(std::string_view name, pid p);
 // False if nothing is registered under the name.
 bool unregister_name(std::string_view name);
