@@ -152,6 +152,12 @@ class flusher {
   }
 
   void wait_for_first_report() {
+    // A flush that asked while the thread was draining has been served by
+    // that drain (every report it waits for is written, or its producer will
+    // wake the thread). Left pending, its kick would cut the next batching
+    // pause short: the next burst's first report would be written alone, and
+    // the second would wake the thread again.
+    seen_kick_ = g_kick.load(std::memory_order_acquire);
     g_sleeping.store(1, std::memory_order_seq_cst);
     while (!next_ready() && !g_stop.load(std::memory_order_acquire) &&
            g_sleeping.load(std::memory_order_seq_cst) == 1)

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <sys/syscall.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -129,14 +130,21 @@ TEST_CASE("the logger wakes once for a burst of reports and writes them in one b
   herd::log_flush();
   REQUIRE(logger_waits());  // back to waiting
   auto s0 = herd::log_stats();
+  auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 200; ++i) herd::log_report("burst line " + std::to_string(i));
+  auto burst_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   herd::log_flush();
   auto s1 = herd::log_stats();
   CHECK(s1.reported - s0.reported == 200);
   CHECK(s1.written - s0.written == 200);
   CHECK(s1.dropped == s0.dropped);
-  CHECK(s1.wakeups - s0.wakeups <= 1);
-  CHECK(s1.batches - s0.batches <= 2);
+  // Once, if the burst fits in the thread's 10 ms batching pause. On a busy
+  // machine this thread may be preempted mid-burst for longer than that: the
+  // logger then writes what it has and sleeps, and the rest wakes it again,
+  // at most once per pause the burst outlasted (CI, TSan at 3 jobs: 2).
+  INFO("burst took " << burst_ms << " ms");
+  CHECK(s1.wakeups - s0.wakeups <= 1 + uint64_t(burst_ms) / 10);
+  CHECK(s1.batches - s0.batches <= 2 + uint64_t(burst_ms) / 10);
   std::string text = logs.text();
   CHECK(count_of(text, "burst line ") == 200);
   CHECK(count_of(text, "burst line 199\n") == 1);
