@@ -5,8 +5,14 @@
 # path, the chat server's line protocol, the example servers' options, the
 # HTTP request parser, the WebSocket frame parser, the external term format
 # decoder and the distribution frame handler.
+# The same build is the lock rules' check (runtime/include/herd/runtime/
+# thread_safety.hpp): clang's thread-safety analysis, its warnings errors, on
+# every layer and the observer CLI. It compiles every layer with clang
+# anyway, so a separate analysis build would compile them all a second time
+# (docs/ci.md).
 # Targets run side by side, up to JOBS at a time (each is one process on one
-# core), so the runs take about SECONDS x ceil(7 / JOBS).
+# core), so the runs take about SECONDS x ceil(7 / JOBS). SECONDS_EACH 0:
+# build (and so check the lock rules) only.
 # Usage: tools/fuzz.sh [SECONDS_EACH=60] [BUILD_DIR=build-fuzz] [JOBS=nproc]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,11 +21,18 @@ dir=${2:-build-fuzz}
 jobs=${3:-$(nproc)}
 # -gline-tables-only: a finding's stack trace needs line tables, not full
 # debug info, which makes the clang build slower.
+tsa="-Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $tsa" \
   -DHERD_SANITIZE=address,undefined -DHERD_BUILD_TOOLS=OFF -DHERD_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$jobs" --target observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz etf_decode_fuzz dist_frame_fuzz
+# The layers are named for the analysis: every one is checked even if no
+# fuzz target comes to link it. http and ws hold no lock (a connection's
+# state is its process's); they are checked so that one added there is too.
+cmake --build "$dir" -j "$jobs" --target herd_runtime herd_actors herd_supervisors herd_net herd_tables \
+  herd_observer herd-observer herd_http herd_ws herd_dist \
+  observer_request_fuzz chat_line_fuzz server_options_fuzz http_parser_fuzz ws_frame_fuzz etf_decode_fuzz dist_frame_fuzz
+(( secs > 0 )) || exit 0
 # -rss_limit_mb: every target's state is bounded (a line, a command line); a leak shows.
 run() {  # target corpus: starts it in the background, its output to a log
   echo "fuzz: $1 for ${secs}s"
