@@ -37,7 +37,7 @@ build() {  # dir, extra cmake args... [-- targets...]
 # thread-safety analysis with its warnings as errors, on every layer and the
 # observer CLI. It runs in the clang build of the fuzz targets (tools/fuzz.sh),
 # which compiles every layer anyway: a build of its own for the analysis alone
-# cost a cold run ~2 minutes (docs/ci.md). First, so that a broken lock rule
+# cost a cold run 1-1.5 minutes of CPU on each core (docs/ci.md). First, so that a broken lock rule
 # fails the run before the long builds; the fuzz runs come last.
 stage "clang build: thread-safety analysis and the fuzz targets"
 tools/fuzz.sh 0 build-fuzz "$jobs"
