@@ -6,7 +6,11 @@
 #include "observer_fixture.hpp"
 #include "support/skip.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
+
+#include <algorithm>
+#include <vector>
 
 using namespace observer_test;
 
@@ -35,6 +39,30 @@ struct tree {
 };
 
 constexpr uid_t nobody = 65534;
+
+// One connect to the Unix socket at path.
+bool connects(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// The names in dir, sorted, without . and ..
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  REQUIRE(d);
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 }  // namespace
 
@@ -84,4 +112,48 @@ TEST_CASE("start refuses a socket path through a symlink or a directory another 
 
   client c(n.socket());  // the node's own observer is untouched
   CHECK(c.ask(req("modules"))["ok"] == true);
+}
+
+TEST_CASE("the socket path appears only once it accepts connections, and no staged name is left behind") {
+  // A client that waits for the file and then connects (as scripts and the
+  // tests do) must never be refused: the node binds a name of its own and
+  // links the path only after listen. A watcher connects the moment the path
+  // shows, over many starts; a refusal would be the window between bind and
+  // listen.
+  live_node n(1, [](root_ctx&) {});
+  const std::string dir = private_dir();
+  const std::string path = dir + "/s.sock";
+  int refused = 0, seen = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<bool> stop{false};
+    std::thread watcher([&] {
+      struct stat st {};
+      while (!stop.load(std::memory_order_relaxed))
+        if (::lstat(path.c_str(), &st) == 0) {
+          ++seen;
+          if (!connects(path)) ++refused;
+          return;
+        }
+    });
+    auto s = herd::observer::start({.path = path});
+    REQUIRE(s);
+    stop.store(true, std::memory_order_relaxed);
+    watcher.join();
+    s.observer.reset();  // unlinks the path
+  }
+  CHECK(refused == 0);
+  WARN("the watcher saw the path appear " << seen << " times in 200 starts");
+
+  // What is left in the directory is the socket alone (the node's staged name
+  // is gone), and a staged name a crashed node of the same pid left is taken over.
+  const std::string staged = dir + "/.herd-observer-" + std::to_string(::getpid());
+  REQUIRE(::mknod(staged.c_str(), S_IFREG | 0600, 0) == 0);
+  auto s = herd::observer::start({.path = path});
+  INFO(s.error);
+  REQUIRE(s);
+  CHECK(entries(dir) == std::vector<std::string>{"s.sock"});
+  CHECK(connects(path));
+  s.observer.reset();
+  CHECK(entries(dir).empty());
+  ::rmdir(dir.c_str());
 }

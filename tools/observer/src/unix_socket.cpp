@@ -80,15 +80,29 @@ int open_unix_listener(const std::string& path, std::string* error) {
     *error = "observer socket: " + errno_text(errno);
     return -1;
   }
+  // Bound under a name of its own in the same directory and linked to `path`
+  // only once it listens: whoever sees the path can connect (a client that
+  // waited for the file got ECONNREFUSED between bind and listen), and link()
+  // fails if another node took the path meanwhile, as bind would have. A
+  // directory too long for that name binds `path` itself.
+  const std::string staged = dir + "/.herd-observer-" + std::to_string(::getpid());
+  const bool stage = staged.size() < sizeof addr.sun_path;
+  sockaddr_un at = addr;
+  if (stage) {
+    std::memcpy(at.sun_path, staged.c_str(), staged.size() + 1);
+    ::unlink(staged.c_str());  // a crashed node's, with our pid: the directory is ours alone
+  }
+  const char* bound = at.sun_path;
   // The directory is private (checked above), so nobody can reach the file
   // between bind and chmod; no process-wide umask change is needed.
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::chmod(path.c_str(), 0600) != 0 ||
-      ::listen(fd, 64) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 || ::chmod(bound, 0600) != 0 ||
+      ::listen(fd, 64) != 0 || (stage && ::link(bound, path.c_str()) != 0)) {
     *error = "observer socket " + path + ": " + errno_text(errno);
     ::close(fd);
-    ::unlink(path.c_str());
+    ::unlink(bound);
     return -1;
   }
+  if (stage) ::unlink(bound);
   return fd;
 }
 
