@@ -101,7 +101,7 @@ void process_table::prefetch(pid p, int stage) const noexcept {
   }
   const process* proc = s.ptr.load(std::memory_order_relaxed);
   if (!proc) return;
-  // Written by the push (mbox.in_, enqueued) and the wake-up (state): ask
+  // Written by the push (mbox.in_) and the wake-up (state): ask
   // for them writable. Nothing is dereferenced, and a prefetch of a block
   // freed meanwhile never faults.
   __builtin_prefetch(proc, 1);

@@ -129,7 +129,9 @@ class _Layout:
         self.p_stack = o("stack")
         self.p_wheel = o("timer.wheel")
         self.p_reds = o("reductions")
-        self.p_enq = o("mbox.enqueued")
+        self.p_in = o("mbox.in_")
+        self.p_taken = o("mbox.taken")
+        self.p_uncounted = o("mbox.uncounted")
         self.p_deq = o("mbox.dequeued")
         self.p_name = o("name")
         self.p_trap = o("trap_exit")
@@ -326,7 +328,12 @@ def _actors(L, workers):
             (a.stack,) = struct.unpack_from("<Q", b, L.p_stack)
             (a.timer,) = struct.unpack_from("<Q", b, L.p_wheel)
             (a.reds,) = struct.unpack_from("<Q", b, L.p_reds)
-            enq, deq = struct.unpack_from("<Q", b, L.p_enq)[0], struct.unpack_from("<Q", b, L.p_deq)[0]
+            # mailbox.hpp: taken + the head word's count (top 16 bits) + uncounted - dequeued
+            (head,) = struct.unpack_from("<Q", b, L.p_in)
+            (taken,) = struct.unpack_from("<Q", b, L.p_taken)
+            (uncounted,) = struct.unpack_from("<q", b, L.p_uncounted)
+            (deq,) = struct.unpack_from("<Q", b, L.p_deq)
+            enq = taken + (head >> 48) + uncounted
             a.mailbox = enq - deq if enq >= deq else 0
             a.trap_exit = b[L.p_trap] != 0
             a.name = _name_text(L, struct.unpack_from("<Q", b, L.p_name)[0], names)

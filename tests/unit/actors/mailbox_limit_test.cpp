@@ -11,9 +11,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 using namespace std::chrono_literals;
 using herd::test::run_node;
@@ -171,4 +173,45 @@ TEST_CASE("without a limit a mailbox grows - what a queued message costs", "[mai
 #if !HERD_TSAN
   CHECK(per_message < 256);
 #endif
+}
+
+TEST_CASE("a mailbox's length stays exact past the 65,536 pushes its head word counts", "[mailbox_limit]") {
+  // The head word counts pushes the owner has not taken modulo 65,536
+  // (mailbox.hpp); a push that wraps the count adds 65,536 aside, and the
+  // owner takes the wraps back out when it takes the messages. Here nothing
+  // is taken while 150,000 arrive (two wraps): the owner spins without a
+  // receive while a plain thread sends.
+  constexpr std::size_t n = 150'000;
+  std::size_t before_take = 0, after_take = 0, after_half = 0, at_end = 0;
+  std::size_t half_sum = 0;
+  auto r = run_node(herd::test::opts(2), [&] {
+    const herd::pid me = herd::self();
+    std::atomic<bool> sent{false};
+    std::thread sender([&] {
+      for (std::size_t i = 0; i < n; ++i) herd::send(me, flood{int(i)});
+      sent.store(true, std::memory_order_release);
+    });
+    while (!sent.load(std::memory_order_acquire)) {
+    }  // no blocking point: nothing is taken from the head meanwhile
+    sender.join();
+    auto length = [&] {
+      auto info = herd::introspect::process_info(me);
+      return info ? std::size_t(info->row.mailbox) : SIZE_MAX;
+    };
+    before_take = length();
+    // A receive that matches nothing takes everything into the save queue.
+    herd::receive([](drain_now) {}, herd::after(0ms, [] {}));
+    after_take = length();
+    for (std::size_t i = 0; i < n / 2; ++i) herd::receive([&](flood f) { half_sum += std::size_t(f.n); });
+    after_half = length();
+    for (std::size_t i = n / 2; i < n; ++i) herd::receive([](flood) {});
+    at_end = length();
+  });
+  INFO(r.to_string());
+  CHECK(r.is_normal());
+  CHECK(before_take == n);
+  CHECK(after_take == n);
+  CHECK(after_half == n / 2);
+  CHECK(at_end == 0);
+  CHECK(half_sum == (n / 2) * (n / 2 - 1) / 2);  // the first half, in order
 }
