@@ -147,7 +147,7 @@ TEST_CASE("a producer outpacing its consumer under a supervisor-style restart lo
   // Unbounded, it would be ~2,000,000 x ~44 B = 84 MiB (a release build grows
   // ~2 MiB). Under TSan a message costs 282 bytes or more (its allocator's
   // header and rounding: the test below) and the shadow memory and allocator
-  // caches grew 31-90 MiB in 16 runs here, so the bound there is 256 MiB,
+  // caches grew 31-104 MiB in 22 runs here, so the bound there is 256 MiB,
   // still half of the ~540 MiB an unbounded mailbox would take. Not under
   // ASan: its quarantine keeps freed messages out of reuse, so RSS grows
   // regardless.
