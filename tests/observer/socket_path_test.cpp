@@ -40,17 +40,16 @@ struct tree {
 
 constexpr uid_t nobody = 65534;
 
-// One connect to the Unix socket at path. No Catch macro: a watcher thread
-// calls it, and Catch's assertions are for the test's own thread.
+// One connect to the Unix socket at path, with the fixture's client. No
+// Catch macro: a watcher thread calls it, and Catch's assertions are for the
+// test's own thread.
 bool connects(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
+  try {
+    client c(path);
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
 }
 
 // The names in dir, sorted, without . and ..

@@ -31,6 +31,12 @@ using namespace mailbox_limit_test;
 
 namespace {
 
+// What the observer reports as waiting in p's mailbox (SIZE_MAX: p is gone).
+std::size_t mailbox_length(herd::pid p) {
+  auto info = herd::introspect::process_info(p);
+  return info ? std::size_t(info->row.mailbox) : SIZE_MAX;
+}
+
 struct log_capture {
   std::string path = "/tmp/herd-mailbox-limit-" + std::to_string(::getpid()) + ".log";
   log_capture() { REQUIRE(herd::set_log_file(path)); }
@@ -202,18 +208,14 @@ TEST_CASE("a mailbox's length stays exact past the 65,536 pushes its head word c
     while (!sent.load(std::memory_order_acquire)) {
     }  // no blocking point: nothing is taken from the head meanwhile
     sender.join();
-    auto length = [&] {
-      auto info = herd::introspect::process_info(me);
-      return info ? std::size_t(info->row.mailbox) : SIZE_MAX;
-    };
-    before_take = length();
+    before_take = mailbox_length(me);
     // A receive that matches nothing takes everything into the save queue.
     herd::receive([](drain_now) {}, herd::after(0ms, [] {}));
-    after_take = length();
+    after_take = mailbox_length(me);
     for (std::size_t i = 0; i < n / 2; ++i) herd::receive([&](flood f) { half_sum += std::size_t(f.n); });
-    after_half = length();
+    after_half = mailbox_length(me);
     for (std::size_t i = n / 2; i < n; ++i) herd::receive([](flood) {});
-    at_end = length();
+    at_end = mailbox_length(me);
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
@@ -260,12 +262,10 @@ TEST_CASE("a mailbox's length is exact after concurrent senders wrap its count w
     };
     for (int i = 0; i < 50'000; ++i) take_one();  // while the senders go on
     for (auto& t : ts) t.join();
-    auto info = herd::introspect::process_info(me);
-    after_join = info ? std::size_t(info->row.mailbox) : SIZE_MAX;
+    after_join = mailbox_length(me);
     expected_after_join = std::size_t(senders) * per_sender - received;
     while (received < std::size_t(senders) * per_sender) take_one();
-    info = herd::introspect::process_info(me);
-    at_end = info ? std::size_t(info->row.mailbox) : SIZE_MAX;
+    at_end = mailbox_length(me);
   });
   INFO(r.to_string());
   CHECK(r.is_normal());
