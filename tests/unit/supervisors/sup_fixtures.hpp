@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -79,6 +80,15 @@ class event_log {
 // be before the supervisor call that spawned it returns.
 inline void wait_events(event_log& ev, std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
   herd::test::eventually([&] { return ev.all().size() >= n; }, limit);
+}
+
+// The events as the supervisor ordered them, as far as a test can see that.
+// Stops are in its order (it waits for each). A start is logged when the
+// child first runs: on one worker that is spawn order, on several a later
+// sibling may run first, so the starts from `first_start` on are sorted there.
+inline std::vector<std::string> supervisor_order(std::vector<std::string> ev, std::size_t first_start, unsigned workers) {
+  if (workers > 1 && first_start < ev.size()) std::sort(ev.begin() + std::ptrdiff_t(first_start), ev.end());
+  return ev;
 }
 
 struct stop_recorder {
