@@ -79,7 +79,7 @@ void monitor::loop() {
         // on its futex without a timeout, and readiness would wait for the
         // stuck fiber to yield (busy_wait_test's hog, 4 runs in 150 under
         // TSan). Woken, it polls and parks in epoll_wait with the token.
-        if (w.run_next.load(std::memory_order_relaxed) || !w.ring.empty_approx() ||
+        if (w.run_next.occupied() || !w.ring.empty_approx() ||
             w.timers.earliest() <= now_ms() || (rt_.io.has_sources() && !rt_.io.held()))
           rt_.notify_parked();
         if (!reported[i] && stuck_ms[i] >= rt_.opts.long_schedule_ms) {

@@ -9,6 +9,7 @@
 
 #include "context/fiber_context.hpp"
 #include "runtime_impl.hpp"
+#include "sched/asym_fence.hpp"
 #include "sched/fiber_state.hpp"
 
 #include <cassert>
@@ -124,6 +125,10 @@ void start(fiber* child) {
 void testing::migrate() {
   if (fiber* f = current()) suspend(f, suspend_reason::migrate);
 }
+
+void testing::open_run_next(bool open) { worker::thieves_always_welcome.store(open, std::memory_order_relaxed); }
+
+bool testing::run_next_light_take() { return asym::available(); }
 
 bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   runtime_impl* rt = current_runtime();

@@ -4,6 +4,8 @@
 #include <herd/runtime/thread_safety.hpp>
 #include <atomic>
 
+#include "sched/cpu_relax.hpp"
+
 namespace herd::rt {
 
 class HERD_CAPABILITY("spinlock") spinlock {
@@ -12,7 +14,7 @@ class HERD_CAPABILITY("spinlock") spinlock {
     for (;;) {
       // acquire: pairs with unlock()'s release.
       if (!flag_.exchange(true, std::memory_order_acquire)) return;
-      while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+      while (flag_.load(std::memory_order_relaxed)) cpu_relax();
     }
   }
   void unlock() noexcept HERD_RELEASE() { flag_.store(false, std::memory_order_release); }

@@ -44,11 +44,9 @@
 // that polls runs what it polled).
 //
 // Atomic orderings used here, and what each pairs with:
-//   run_next  put: release store into an empty slot (only the owner puts), or
-//             acq_rel exchange over an occupant; take: acq_rel exchange (owner
-//             or a thief on its last pass). Each take acquires the put that
-//             published the fiber's saved context. The relaxed loads before
-//             them only skip a needless exchange.
+//   run_next  run_next.hpp: the owner puts with a release store (an exchange
+//             over an occupant) and takes with a load and a store; a thief
+//             takes with an acq_rel exchange after a membarrier.
 //   stopping  acquire load; pairs with runtime::stop's release store (what
 //             stop wrote before is seen by the exiting worker).
 //   the idle word (idle.hpp): seq_cst RMWs for every transition; the one
@@ -81,6 +79,7 @@
 
 #include "context/overflow_handler.hpp"
 #include "runtime_impl.hpp"
+#include "sched/asym_fence.hpp"
 #include "sched/fiber_state.hpp"
 #include "time/clock_impl.hpp"
 
@@ -160,7 +159,7 @@ worker* raw_this_worker_for_signal() noexcept { return tl_worker; }
 }
 
 worker::worker(runtime_impl& r, unsigned i)
-    : rt(r), id(i), timers(now_ms()), stacks(r.stacks), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
+    : rt(r), id(i), run_next(asym::available()), timers(now_ms()), stacks(r.stacks), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
   side.owner = this;
   side.pick_direct = &worker::pick_direct;
   side.after_direct = &worker::after_direct;
@@ -220,21 +219,17 @@ fiber* worker::next_local() {
       if (fiber* f = overflow.pop()) return f;
     if (fiber* f = rt.low.pop()) return f;
   }
-  // acq_rel on run_next: the exchange that takes a fiber acquires what the
-  // exchange that put it there published (the fiber's saved context).
-  if (run_next_streak_ < tuning::run_next_streak_max && run_next.load(std::memory_order_relaxed)) {
-    if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
+  if (run_next_streak_ < tuning::run_next_streak_max) {
+    if (fiber* f = run_next.take()) {
       ++run_next_streak_;
       return f;
     }
   }
   run_next_streak_ = 0;
   if (fiber* f = pop_ring(ring)) return f;
-  if (run_next.load(std::memory_order_relaxed)) {
-    if (fiber* f = run_next.exchange(nullptr, std::memory_order_acq_rel)) {
-      run_next_streak_ = 1;
-      return f;
-    }
+  if (fiber* f = run_next.take()) {
+    run_next_streak_ = 1;
+    return f;
   }
   return nullptr;
 }
@@ -257,7 +252,7 @@ fiber* worker::next_remote() {
     rt.io.poll(0);
     rt.io.release();
     found = ring.pop();
-    if (!found) found = run_next.exchange(nullptr, std::memory_order_acq_rel);
+    if (!found) found = run_next.take();
   }
   return found;
 }
@@ -295,7 +290,7 @@ void worker::end_search() {
 // searching and so woke nobody is in sight here; a look that misses it costs
 // parallelism until that owner's next push, never the work (its owner runs it).
 bool worker::more_work_visible() const {
-  if (run_next.load(std::memory_order_relaxed) != nullptr) return true;
+  if (run_next.occupied()) return true;
   for (auto& w : rt.workers)
     if (!w->ring.empty_approx() || !w->overflow.empty()) return true;
   return !rt.inject.empty_seq_cst() || !rt.high.empty_seq_cst() || !rt.low.empty_seq_cst();
@@ -336,8 +331,7 @@ fiber* worker::steal() {
     if (v == this || !v->open_to_thieves()) continue;
     if (uint64_t now = now_ms(); v->timers.earliest() <= now) v->timers.advance(now, &wake_from_timer, this);
     if (fiber* f = ring.pop()) return f;  // what those timers woke
-    if (!v->run_next.load(std::memory_order_relaxed)) continue;
-    if (fiber* f = v->run_next.exchange(nullptr, std::memory_order_acq_rel)) {
+    if (fiber* f = v->run_next.steal()) {
       note_theft(0);  // counted as a steal only, as it always was
       return f;
     }
@@ -435,16 +429,16 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
   }
   if (w->direct || !w->rt.high.empty()) return nullptr;
   fiber* next = nullptr;
-  if (w->run_next_streak_ < tuning::run_next_streak_max && w->run_next.load(std::memory_order_relaxed)) {
-    next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
+  if (w->run_next_streak_ < tuning::run_next_streak_max) {
+    next = w->run_next.take();
     if (next) ++w->run_next_streak_;
   }
   if (!next) {
     // The ring gets its turn; if it is empty, run next goes on.
     w->run_next_streak_ = 0;
     next = pop_ring(w->ring);
-    if (!next && w->run_next.load(std::memory_order_relaxed)) {
-      next = w->run_next.exchange(nullptr, std::memory_order_acq_rel);
+    if (!next) {
+      next = w->run_next.take();
       if (next) w->run_next_streak_ = 1;
     }
     if (!next) return nullptr;
@@ -474,16 +468,7 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
 
 void worker::schedule_next(fiber* f) {
   prefetch_fiber(f);
-  // Only the owner puts into run next; thieves only take out. So an empty
-  // slot stays empty until this store, which needs no read-modify-write
-  // (release: a thief's acquiring exchange then sees f's saved context). An
-  // occupied slot must be swapped, as a thief may be taking its occupant.
-  if (!run_next.load(std::memory_order_relaxed)) {
-    run_next.store(f, std::memory_order_release);
-    return;
-  }
-  fiber* prev = run_next.exchange(f, std::memory_order_acq_rel);
-  if (prev) schedule_local(prev);
+  if (fiber* prev = run_next.put(f)) schedule_local(prev);
 }
 
 void worker::schedule_local(fiber* f) {

@@ -7,6 +7,7 @@
 #include "sched/inject_queue.hpp"
 #include "sched/local_queue.hpp"
 #include "sched/parker.hpp"
+#include "sched/run_next.hpp"
 #include "sched/tuning.hpp"
 #include "time/timer_service.hpp"
 
@@ -50,9 +51,9 @@ class worker {
   // other worker moved its lines (and its partner's, once it sends) to the
   // other core.
   inject_queue overflow;
-  // Owner and thieves exchange it: a thief takes it only on its last pass and
-  // only if this worker has not switched fibers since its first pass.
-  std::atomic<fiber*> run_next{nullptr};
+  // Only the owner puts and (nearly always) takes; a thief takes only on
+  // steal's last pass, while this worker is stuck in one fiber (run_next.hpp).
+  run_next_slot<fiber> run_next;
   // Any thread: a process on another worker arms and cancels timers here (the
   // service has its own lock), and a thief fires them when this worker is
   // stuck in one fiber (steal's last pass).
@@ -77,7 +78,11 @@ class worker {
   // fire its timers): only while it is stuck, for run next is its owner's
   // to run. steal's last pass takes by it, and a parking worker's re-check
   // counts by it (work_pending_anywhere), so the two cannot disagree.
-  bool open_to_thieves() const noexcept { return stuck.load(std::memory_order_relaxed); }
+  bool open_to_thieves() const noexcept {
+    return stuck.load(std::memory_order_relaxed) || thieves_always_welcome.load(std::memory_order_relaxed);
+  }
+  // testing::open_run_next: every worker open to thieves, stuck or not.
+  static inline std::atomic<bool> thieves_always_welcome{false};
 
   // Owner only (the caller is this worker's thread: this_worker() == this).
   // start(): the child to run depth-first once the spawning fiber suspends.

@@ -67,6 +67,7 @@
 #include "sched/worker.hpp"
 
 #include "runtime_impl.hpp"
+#include "sched/cpu_relax.hpp"
 #include "time/clock_impl.hpp"
 
 #include <herd/runtime/alloc.hpp>
@@ -78,17 +79,6 @@
 #include <mutex>
 
 namespace herd::rt {
-namespace {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-}  // namespace
 
 void worker::maintenance(uint64_t t) {
   maint_countdown_ = tuning::maintenance_every;
@@ -149,7 +139,7 @@ void worker::fire_timers(uint64_t now) { timers.advance(now, &wake_from_timer, t
 bool worker::work_pending_anywhere() const {
   for (auto& w : rt.workers) {
     if (!w->ring.empty_approx() || !w->overflow.empty()) return true;
-    if (w.get() != this && w->open_to_thieves() && w->run_next.load(std::memory_order_seq_cst))
+    if (w.get() != this && w->open_to_thieves() && w->run_next.occupied_seq_cst())
       return true;
   }
   return !rt.inject.empty_seq_cst() || !rt.high.empty() || !rt.low.empty();
@@ -181,7 +171,7 @@ fiber* worker::spin(uint64_t ticks) {
     if (rt.stopping.load(std::memory_order_acquire)) return nullptr;
     // Relaxed looks: a hint to look now. What they miss is found at the next
     // full look, or by park()'s re-check after its seq_cst RMW (idle.hpp).
-    bool seen = !ring.empty_approx() || !overflow.empty() || run_next.load(std::memory_order_relaxed) != nullptr ||
+    bool seen = !ring.empty_approx() || !overflow.empty() || run_next.occupied() ||
                 !rt.inject.empty() || !rt.high.empty() || !rt.low.empty() ||
                 has_migrants_.load(std::memory_order_relaxed);
     t = clock_impl::tsc();
@@ -195,7 +185,7 @@ fiber* worker::spin(uint64_t ticks) {
       t = clock_impl::tsc();
       next_poll = t + poll_every;
     }
-    if (t >= end) return nullptr;
+    if (t >= end && !thieves_always_welcome.load(std::memory_order_relaxed)) return nullptr;  // (the hook: spin on)
     sched_yield();
   }
 }

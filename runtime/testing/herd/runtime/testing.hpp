@@ -10,4 +10,12 @@ namespace herd::rt::testing {
 // runtime has more than one), so tests can check what survives a migration.
 void migrate();
 
+// Any thread: with true, every worker's run next is open to thieves as if
+// its worker were stuck in one fiber, and a worker with busy_wait set that
+// runs dry spins until it finds work, however long: steal's last pass races
+// the owner's take of run next all the time (run_next_theft_test). Whether that race is
+// settled by membarrier (true) or by exchanges on both sides (false).
+void open_run_next(bool open);
+bool run_next_light_take();
+
 }  // namespace herd::rt::testing

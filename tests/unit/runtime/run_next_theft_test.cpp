@@ -1,0 +1,108 @@
+// Run next's owner takes without a locked instruction (worker.cpp, "Run
+// next"); a thief takes with one, after a membarrier. Here every worker is
+// open to thieves at every pick (testing::open_run_next) and the idle one
+// spins (busy_wait), so steal's last pass races the owner's take all the
+// time, not only when a worker is stuck for 10 ms. Ping-pong pairs live in
+// run next; a fiber run twice, or dropped by both sides, shows as a turn
+// taken twice at once, a lost turn or a pair that never finishes.
+#include <herd/runtime/runtime.hpp>
+#include <herd/runtime/sched.hpp>
+#include <herd/runtime/testing.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "raw_task.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+using namespace herd::rt;
+using namespace herd_test_raw;
+
+namespace {
+
+constexpr uint32_t turns = 400000;  // per side
+
+struct pair_state;
+
+struct player : task {
+  pair_state* pair = nullptr;
+  int side = 0;
+  std::atomic<int> inside{0};  // >1: the fiber is running twice
+  uint64_t moves = 0;          // turns that began on another worker than the last one
+};
+
+struct pair_state {
+  std::atomic<int> turn{0};  // whose turn: 0 or 1
+  player p[2];
+  std::atomic<uint64_t> played{0};
+  std::atomic<uint64_t> overlaps{0};
+};
+
+void play(task* t) {
+  auto* me = static_cast<player*>(t);
+  pair_state* s = me->pair;
+  player& other = s->p[1 - me->side];
+  uint32_t last_worker = worker_index();
+  for (uint32_t i = 0; i < turns; ++i) {
+    // acquire: pairs with the other side's release of the turn.
+    while (s->turn.load(std::memory_order_acquire) != me->side) park();
+    if (me->inside.fetch_add(1, std::memory_order_relaxed) != 0) s->overlaps.fetch_add(1, std::memory_order_relaxed);
+    if (uint32_t w = worker_index(); w != last_worker) ++me->moves, last_worker = w;
+    s->played.fetch_add(1, std::memory_order_relaxed);
+    me->inside.fetch_sub(1, std::memory_order_relaxed);
+    s->turn.store(1 - me->side, std::memory_order_release);
+    wake(&other);  // into this worker's run next
+  }
+}
+
+struct open_thieves {
+  open_thieves() { testing::open_run_next(true); }
+  ~open_thieves() { testing::open_run_next(false); }
+};
+
+}  // namespace
+
+TEST_CASE("run next stays one fiber's when thieves race its owner's take at every pick", "[sched][run_next]") {
+  INFO("owner takes " << (testing::run_next_light_take() ? "with a load and a store (membarrier)" : "with an exchange"));
+  runtime_options o = quiet_options(2);
+  o.busy_wait = max_busy_wait;  // the worker with nothing to run keeps stealing
+  runtime r(o);
+  open_thieves open;
+  r.start();
+  constexpr int n_pairs = 3;
+  std::vector<std::unique_ptr<pair_state>> pairs;
+  for (int i = 0; i < n_pairs; ++i) {
+    pairs.push_back(std::make_unique<pair_state>());
+    for (int side = 0; side < 2; ++side) {
+      pairs.back()->p[side].pair = pairs.back().get();
+      pairs.back()->p[side].side = side;
+    }
+  }
+  for (auto& s : pairs)
+    for (auto& p : s->p) launch(p, &play, nullptr);
+  const bool finished = eventually(
+      [&] {
+        for (auto& s : pairs)
+          for (auto& p : s->p)
+            if (!p.done.load(std::memory_order_acquire)) return false;
+        return true;
+      },
+      std::chrono::seconds(120));
+  uint64_t moves = 0, played = 0, overlaps = 0;
+  for (auto& s : pairs) {
+    played += s->played.load();
+    overlaps += s->overlaps.load();
+    for (auto& p : s->p) moves += p.moves;
+  }
+  INFO("played " << played << ", moves between workers " << moves << ", overlaps " << overlaps);
+  REQUIRE(finished);
+  r.stop();
+  CHECK(overlaps == 0);
+  CHECK(played == uint64_t(n_pairs) * 2 * turns);
+  // The race was run: fibers did move between the workers (steals of run
+  // next; the rings are nearly always empty here).
+  CHECK(moves > 0);
+}
