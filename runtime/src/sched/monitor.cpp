@@ -90,6 +90,9 @@ void monitor::loop() {
         if (stuck_ms[i]) w.stuck.store(false, std::memory_order_relaxed);
         stuck_ms[i] = 0;
         reported[i] = false;
+        // testing::open_run_next: a worker that parked without spinning (it
+        // was not a searcher) is woken to go and steal, as for a stuck one.
+        if (w.open_to_thieves() && w.run_next.occupied()) rt_.notify_parked();
       }
       if (sw != last_switches[i]) ran = true;
       last_switches[i] = sw;

@@ -130,6 +130,13 @@ void testing::open_run_next(bool open) { worker::thieves_always_welcome.store(op
 
 bool testing::run_next_light_take() { return asym::available(); }
 
+uint64_t testing::run_next_steal_attempts() {
+  uint64_t n = 0;
+  if (runtime_impl* rt = current_runtime())
+    for (auto& w : rt->workers) n += w->run_next.attempts();
+  return n;
+}
+
 bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   runtime_impl* rt = current_runtime();
   std::size_t want = bytes ? bytes : rt->opts.stack_size;

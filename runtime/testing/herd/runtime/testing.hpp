@@ -17,5 +17,8 @@ void migrate();
 // settled by membarrier (true) or by exchanges on both sides (false).
 void open_run_next(bool open);
 bool run_next_light_take();
+// Any thread, while a runtime runs: thieves' attempts on run next that got
+// as far as the slot (it was occupied when they looked), all workers.
+uint64_t run_next_steal_attempts();
 
 }  // namespace herd::rt::testing
