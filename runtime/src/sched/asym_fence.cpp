@@ -21,6 +21,11 @@ bool available() noexcept {
   return ok;
 }
 
-bool heavy() noexcept { return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0; }
+bool heavy() noexcept {
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
+  // A child forked after the parent registered may have to register itself.
+  return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
 
 }  // namespace herd::rt::asym
