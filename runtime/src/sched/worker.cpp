@@ -159,7 +159,12 @@ worker* raw_this_worker_for_signal() noexcept { return tl_worker; }
 }
 
 worker::worker(runtime_impl& r, unsigned i)
-    : rt(r), id(i), run_next(asym::available()), timers(now_ms()), stacks(r.stacks), rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
+    : rt(r),
+      id(i),
+      run_next(asym::available()),
+      timers(now_ms()),
+      stacks(r.stacks),
+      rng_(0x9E3779B97F4A7C15ull * (i + 1)) {
   side.owner = this;
   side.pick_direct = &worker::pick_direct;
   side.after_direct = &worker::after_direct;

@@ -83,7 +83,8 @@ struct open_thieves {
 }  // namespace
 
 TEST_CASE("run next stays one fiber's when thieves race its owner's take at every pick", "[sched][run_next]") {
-  INFO("owner takes " << (testing::run_next_light_take() ? "with a load and a store (membarrier)" : "with an exchange"));
+  INFO("owner takes " << (testing::run_next_light_take() ? "with a load and a store (membarrier)"
+                                                          : "with an exchange"));
   runtime_options o = quiet_options(2);
   o.busy_wait = max_busy_wait;  // the worker with nothing to run keeps stealing
   runtime r(o);
