@@ -351,6 +351,7 @@ inline void worker::begin_slice(fiber* f) {
 }
 
 inline void worker::end_slice(fiber* f) {
+  prev_ran_ = f;
   // relaxed: statistics, written by the worker running f only.
   f->reductions.store(f->reductions.load(std::memory_order_relaxed) + rt.opts.reduction_budget -
                           f->reductions_left,
@@ -472,7 +473,9 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
 }
 
 void worker::schedule_next(fiber* f) {
-  prefetch_fiber(f);
+  // Not the fiber that ran just before this one (ping-pong's partner, a
+  // fiber woken while it ran): its frames and control block are in cache.
+  if (f != prev_ran_) prefetch_fiber(f);
   if (fiber* prev = run_next.put(f)) schedule_local(prev);
 }
 

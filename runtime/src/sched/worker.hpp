@@ -127,6 +127,7 @@ class worker {
   fiber* take_migrant();
 
   uint32_t run_next_streak_ = 0;
+  const fiber* prev_ran_ = nullptr;  // the fiber whose slice ended last here (compared, never read through)
   uint32_t global_countdown_ = tuning::global_queue_every;  // picks until the injection queue gets a turn
   uint32_t maint_countdown_ = tuning::maintenance_every;    // picks until maintenance
   uint32_t clock_countdown_ = tuning::clock_read_every;     // picks until the TSC is read
