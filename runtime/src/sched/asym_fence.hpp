@@ -6,7 +6,7 @@
 // So for any frequent-side sequence "store A; light(); load B" and a rare one
 // "store B; heavy(); load A", either the rare side's load sees A's store, or
 // the frequent side's load sees B's store (the barrier fell before or after
-// the frequent side's store). Used by run next (worker.cpp).
+// the frequent side's store). Used by run next (run_next.hpp).
 #pragma once
 #include <atomic>
 

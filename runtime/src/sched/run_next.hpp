@@ -120,8 +120,8 @@ class run_next_slot {
     return theirs ? nullptr : f;
   }
 
-  // One line: the owner's take reads both.
-  std::atomic<T*> slot_{nullptr};
+  // The owner's take reads both: one 16-byte block never straddles a line.
+  alignas(16) std::atomic<T*> slot_{nullptr};
   std::atomic<uint64_t> thieves_{0};  // odd: attempt number `thieves_` under way
   std::atomic<uint64_t> stolen_{0};   // the last attempt that took a fiber: its number,
   std::atomic<T*> stolen_item_{nullptr};  // and the fiber

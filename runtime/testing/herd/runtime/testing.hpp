@@ -13,9 +13,10 @@ void migrate();
 // Any thread: with true, every worker's run next is open to thieves as if
 // its worker were stuck in one fiber, and a worker with busy_wait set that
 // runs dry spins until it finds work, however long: steal's last pass races
-// the owner's take of run next all the time (run_next_theft_test). Whether that race is
-// settled by membarrier (true) or by exchanges on both sides (false).
+// the owner's take of run next all the time (run_next_theft_test).
 void open_run_next(bool open);
+// Any thread: true if that race is settled by membarrier (the owner takes
+// with a load and a store), false if by an exchange on both sides.
 bool run_next_light_take();
 // Any thread, while a runtime runs: thieves' attempts on run next that got
 // as far as the slot (it was occupied when they looked), all workers.
