@@ -9,7 +9,6 @@
 
 #include "context/fiber_context.hpp"
 #include "runtime_impl.hpp"
-#include "sched/asym_fence.hpp"
 #include "sched/fiber_state.hpp"
 
 #include <cassert>
@@ -127,8 +126,6 @@ void testing::migrate() {
 }
 
 void testing::open_run_next(bool open) { worker::thieves_always_welcome.store(open, std::memory_order_relaxed); }
-
-bool testing::run_next_light_take() { return asym::available(); }
 
 uint64_t testing::run_next_steal_attempts() {
   uint64_t n = 0;

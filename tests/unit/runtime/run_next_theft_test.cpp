@@ -16,12 +16,11 @@
 #include <catch2/catch.hpp>
 
 #include "raw_task.hpp"
+#include "sched/asym_fence.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 using namespace herd::rt;
 using namespace herd_test_raw;
@@ -83,8 +82,7 @@ struct open_thieves {
 }  // namespace
 
 TEST_CASE("run next stays one fiber's when thieves race its owner's take at every pick", "[sched][run_next]") {
-  INFO("owner takes " << (testing::run_next_light_take() ? "with a load and a store (membarrier)"
-                                                          : "with an exchange"));
+  INFO("owner takes " << (asym::available() ? "with a load and a store (membarrier)" : "with an exchange"));
   runtime_options o = quiet_options(2);
   o.busy_wait = max_busy_wait;  // the worker with nothing to run keeps stealing
   runtime r(o);
@@ -92,38 +90,23 @@ TEST_CASE("run next stays one fiber's when thieves race its owner's take at ever
   r.start();
   // One pair: one worker runs it, the other has nothing else to do and
   // tries to steal it all the time (a second pair would keep both busy).
-  constexpr int n_pairs = 1;
-  std::vector<std::unique_ptr<pair_state>> pairs;
-  for (int i = 0; i < n_pairs; ++i) {
-    pairs.push_back(std::make_unique<pair_state>());
-    for (int side = 0; side < 2; ++side) {
-      pairs.back()->p[side].pair = pairs.back().get();
-      pairs.back()->p[side].side = side;
-    }
+  pair_state s;
+  for (int side = 0; side < 2; ++side) {
+    s.p[side].pair = &s;
+    s.p[side].side = side;
   }
-  for (auto& s : pairs)
-    for (auto& p : s->p) launch(p, &play, nullptr);
+  for (auto& p : s.p) launch(p, &play, nullptr);
   const bool finished = eventually(
-      [&] {
-        for (auto& s : pairs)
-          for (auto& p : s->p)
-            if (!p.done.load(std::memory_order_acquire)) return false;
-        return true;
-      },
+      [&] { return s.p[0].done.load(std::memory_order_acquire) && s.p[1].done.load(std::memory_order_acquire); },
       std::chrono::seconds(120));
   const uint64_t attempts = testing::run_next_steal_attempts();
-  uint64_t moves = 0, played = 0, overlaps = 0;
-  for (auto& s : pairs) {
-    played += s->played.load();
-    overlaps += s->overlaps.load();
-    for (auto& p : s->p) moves += p.moves;
-  }
-  INFO("played " << played << ", moves between workers " << moves << ", overlaps " << overlaps << ", thieves' attempts "
-                   << attempts);
+  const uint64_t moves = s.p[0].moves + s.p[1].moves;
+  INFO("played " << s.played.load() << ", moves between workers " << moves << ", overlaps " << s.overlaps.load()
+                 << ", thieves' attempts " << attempts);
   REQUIRE(finished);
   r.stop();
-  CHECK(overlaps == 0);
-  CHECK(played == uint64_t(n_pairs) * 2 * turns);
+  CHECK(s.overlaps.load() == 0);
+  CHECK(s.played.load() == 2 * uint64_t(turns));
   // The race was run: the pair moved between the workers, and only a steal
   // of run next moves it (neither player is ever on a ring).
   CHECK(moves > 0);

@@ -15,9 +15,6 @@ void migrate();
 // runs dry spins until it finds work, however long: steal's last pass races
 // the owner's take of run next all the time (run_next_theft_test).
 void open_run_next(bool open);
-// Any thread: true if that race is settled by membarrier (the owner takes
-// with a load and a store), false if by an exchange on both sides.
-bool run_next_light_take();
 // Any thread, while a runtime runs: thieves' attempts on run next that got
 // as far as the slot (it was occupied when they looked), all workers.
 uint64_t run_next_steal_attempts();
