@@ -87,7 +87,7 @@ TEST_CASE("UTF-8: valid text passes and every kind of invalid sequence fails, sp
                                    "\xed\x9f\xbf", "\xef\xbf\xbf", "\xf0\x90\x80\x80"};
   std::vector<std::string> bad = {"\x80", "\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xed\xbf\xbf",
                                   "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xce",
-                                  "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80edited"};
+                                  "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80" "edited"};
   for (auto& s : good) {
     INFO(s);
     CHECK(valid_utf8(s));

@@ -30,13 +30,6 @@ void with_server(const herd::ws::options& o, F body) {
   });
 }
 
-herd::pid opened_conn() {
-  return herd::receive([](const echo_opened& m) { return m.conn; }, herd::after(10s, [] { return herd::pid{}; }));
-}
-herd::ws::ending ended() {
-  return herd::receive([](const echo_ended& m) { return m.how; },
-                       herd::after(10s, [] { return herd::ws::ending{9999, 9999}; }));
-}
 
 // Sends `frames` (already built) and returns the close code the server sent
 // and whether it closed TCP afterwards.
