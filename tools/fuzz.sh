@@ -94,12 +94,14 @@ run server_options_fuzz "$corpus"
 corpus="$dir/http_fuzz_corpus"
 mkdir -p "$corpus"
 i=0
-# Two cut bytes, then requests: pipelined, chunked with extensions and trailers, 100-continue, bad framing.
+# Two cut bytes, then requests: pipelined, chunked with extensions and trailers, 100-continue, bad framing,
+# a HEAD with a body longer than its answer's head (the answer leaves it out).
 for s in $'\x05\x10GET /a/1?q=2 HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.0\r\n\r\n' \
          $'\x20\x03POST /a/1/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: 1\r\n\r\n' \
          $'\x01\x01POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody' \
          $'\x02\x02POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n' \
-         $'\x09\x09GET / HTTP/2.0\r\n\r\n'; do
+         $'\x09\x09GET / HTTP/2.0\r\n\r\n' \
+         $'\x01\x01HEAD / HTTP/1.1\r\nContent-Length: 200\r\n\r\n'"$(printf 'b%.0s' {1..200})"; do
   printf '%s' "$s" > "$corpus/seed$((i++))"
 done
 run http_parser_fuzz "$corpus"

@@ -5,8 +5,8 @@
 // answer must not depend on TCP's segmenting; one may still be waiting for
 // the end of a head the other refused); an error is one of the
 // statuses the loop knows; no body passes max_body; every request's path
-// is its target up to '?'; the router and the response writer take any
-// parsed request.
+// is its target up to '?'; the router takes any parsed request, and the
+// response writer frames its body as the method asks.
 #include <herd/http/reader.hpp>
 #include <herd/http/response.hpp>
 #include <herd/http/router.hpp>
@@ -39,10 +39,16 @@ void check(const herd::http::request& q) {
   }();
   (void)routes.find(q.method, q.path);
   std::string out;
+  const bool head = q.method == "HEAD";
   herd::http::write_response(out, herd::http::response::text(200, q.body),
                              {.version_minor = q.version_minor, .keep_alive = herd::http::keep_alive(q),
-                              .head = q.method == "HEAD"});
-  if (out.size() < q.body.size()) std::abort();
+                              .head = head});
+  // The answer to HEAD is the head alone, with the Content-Length a GET
+  // would have (RFC 9110, 9.3.2); any other ends with the body. A HEAD
+  // request may carry a body of its own (framed like any other).
+  std::string tail = "Content-Length: " + std::to_string(q.body.size()) + "\r\n\r\n";
+  if (!head) tail += q.body;
+  if (!out.ends_with(tail)) std::abort();
 }
 
 void drain(herd::http::request_reader& r, run& out) {
