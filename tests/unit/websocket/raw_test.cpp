@@ -30,7 +30,6 @@ void with_server(const herd::ws::options& o, F body) {
   });
 }
 
-
 // Sends `frames` (already built) and returns the close code the server sent
 // and whether it closed TCP afterwards.
 std::pair<uint16_t, bool> close_after(uint16_t port, const std::function<void(ws_client&)>& send) {
