@@ -138,32 +138,30 @@ void client(uint16_t port, int gap_us, long n, int report_fd) {
   close(ws);
 }
 
-struct counts {
-  long syscalls = 0;
-};
-
-void serve_epoll(int http, int ws, long n, counts& c) {
+void serve_epoll(int http, int ws, long n, long& syscalls) {
   int ep = epoll_create1(0);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLET;
   epoll_ctl(ep, EPOLL_CTL_ADD, http, &ev);
+  const char* t = std::getenv("PROBE_TIMEOUT_MS");  // read once: not per push
+  const int timeout_ms = t ? std::atoi(t) : -1;
   char buf[65536], resp[resp_len], frame[frame_len];
   std::memset(resp, 'h', sizeof resp);
   std::memset(frame, 'f', sizeof frame);
   size_t pending = 0;
   for (long done = 0; done < n;) {
     epoll_event out[8];
-    ++c.syscalls;
-    if (epoll_wait(ep, out, 8, std::getenv("PROBE_TIMEOUT_MS") ? std::atoi(std::getenv("PROBE_TIMEOUT_MS")) : -1) < 0 && errno != EINTR) die("epoll_wait");
-    ++c.syscalls;
+    ++syscalls;
+    if (epoll_wait(ep, out, 8, timeout_ms) < 0 && errno != EINTR) die("epoll_wait");
+    ++syscalls;
     long r = recv(http, buf, sizeof buf, 0);  // a short read means drained (edge-triggered)
     if (r <= 0) continue;
     pending += size_t(r);
     while (pending >= req_len) {
       pending -= req_len;
-      ++c.syscalls;
+      ++syscalls;
       if (send(ws, frame, sizeof frame, MSG_NOSIGNAL) != long(sizeof frame)) die("send frame");
-      ++c.syscalls;
+      ++syscalls;
       if (send(http, resp, sizeof resp, MSG_NOSIGNAL) != long(sizeof resp)) die("send resp");
       ++done;
     }
@@ -171,7 +169,7 @@ void serve_epoll(int http, int ws, long n, counts& c) {
   close(ep);
 }
 
-void serve_uring(int http, int ws, long n, counts& c) {
+void serve_uring(int http, int ws, long n, long& syscalls) {
   io_uring ring;
   io_uring_params p{};
   p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
@@ -192,7 +190,7 @@ void serve_uring(int http, int ws, long n, counts& c) {
   unsigned in_flight = 1;
   size_t pending = 0;
   for (long done = 0; done < n;) {
-    ++c.syscalls;
+    ++syscalls;
     // Submits what was queued (the sends and the next receive) and waits for
     // all of them: the sends complete inline on loopback, so this returns
     // when the next request is in; one syscall per push.
@@ -269,11 +267,11 @@ int main(int argc, char** argv) {
   if (http < 0 || ws < 0) die("accept");
   nodelay(http);
   nodelay(ws);
-  counts c;
+  long syscalls = 0;
   rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
-  if (mode == "epoll") serve_epoll(http, ws, n, c);
-  else serve_uring(http, ws, n, c);
+  if (mode == "epoll") serve_epoll(http, ws, n, syscalls);
+  else serve_uring(http, ws, n, syscalls);
   getrusage(RUSAGE_SELF, &r1);
   double p50 = 0;
   if (read(rep[0], &p50, sizeof p50) != sizeof p50) die("client report");
@@ -282,6 +280,6 @@ int main(int argc, char** argv) {
   double u = cpu_us(r0, r1, true) / double(n), s = cpu_us(r0, r1, false) / double(n);
   std::printf("RESULT probe=push_syscalls mode=%s gap_us=%d n=%ld server_cpu_us_per_push=%.2f user_us=%.2f sys_us=%.2f "
               "syscalls_per_push=%.2f rtt_p50_us=%.1f\n",
-              mode.c_str(), gap, n, u + s, u, s, double(c.syscalls) / double(n), p50);
+              mode.c_str(), gap, n, u + s, u, s, double(syscalls) / double(n), p50);
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
