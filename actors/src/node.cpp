@@ -115,7 +115,8 @@ struct node::impl {
                                     .blocking_threads = o.blocking_threads,
                                     .reduction_budget = o.reduction_budget,
                                     .quiet = o.quiet,
-                                    .busy_wait = o.busy_wait}),
+                                    .busy_wait = o.busy_wait,
+                                    .batch_sends = o.batch_sends}),
         state(o, runtime.workers()) {}
   node_options opts;
   rt::runtime runtime;

@@ -33,7 +33,10 @@
 //   mailbox push + wake, recv(), one envelope allocation for the tcp_data
 //   (every herd message is one allocation), two RMWs (clear readable,
 //   release) and one RMW to re-arm.
-// * Writes happen at once in the caller. Only on EAGAIN does send clear
+// * Writes are made by the caller, through rt::send_batched: the fiber hands
+//   its send to its worker and waits until the worker, out of other work,
+//   gave every queued send to the kernel in one io_uring_enter (or it is
+//   send(2) at once where that is off or refused). Only on EAGAIN does send clear
 //   `writable`, retry once (an EPOLLOUT edge may have come between the
 //   EAGAIN and the clear), then set `writer_parked` and park unless that RMW
 //   shows `writable` set again: either the poller's RMW sees the parked bit
@@ -226,15 +229,15 @@ result<> tcp_socket::send(std::string_view bytes, std::chrono::milliseconds time
   bool retried = false;
   bool last_try = false;
   while (left > 0) {
-    ssize_t n = ::send(s->fd, p, left, MSG_NOSIGNAL);
+    long n = rt::send_batched(s->fd, p, left);
     if (n > 0) {
       p += n;
       left -= static_cast<std::size_t>(n);
       retried = false;
       continue;
     }
-    int e = errno;
-    if (n < 0 && e == EINTR) continue;
+    int e = n < 0 ? static_cast<int>(-n) : 0;
+    if (e == EINTR) continue;
     if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK)) {
       if (!retried) {
         // Clear, then try once more: an EPOLLOUT edge between the EAGAIN and
@@ -268,13 +271,13 @@ result<std::size_t> tcp_socket::try_send(std::string_view bytes) {
   std::size_t done = 0;
   bool retried = false;
   while (done < bytes.size()) {
-    ssize_t n = ::send(s_->fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    long n = rt::send_batched(s_->fd, bytes.data() + done, bytes.size() - done);
     if (n > 0) {
       done += static_cast<std::size_t>(n);
       continue;
     }
-    int e = errno;
-    if (n < 0 && e == EINTR) continue;
+    int e = n < 0 ? static_cast<int>(-n) : 0;
+    if (e == EINTR) continue;
     if (n == 0 || e == EAGAIN || e == EWOULDBLOCK) {
       // Full. Clear `writable`, then try once more (as send does): an
       // EPOLLOUT edge between the EAGAIN and the clear sets it again, so a

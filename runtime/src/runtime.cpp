@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -51,6 +53,7 @@ runtime_options normalized(runtime_options o) {
   o.stack_size *= sanitizer_stack_factor;
   if (o.guard_size == 0) o.guard_size = 4096 * sanitizer_guard_pages;
   if (o.reduction_budget == 0) o.reduction_budget = 1;
+  if (const char* env = std::getenv("HERD_BATCH_SENDS"); env && std::strcmp(env, "0") == 0) o.batch_sends = false;
   return o;
 }
 
@@ -192,6 +195,8 @@ runtime_metrics metrics_of(const runtime_impl& r) {
     x.stolen = w->stolen.load(std::memory_order_relaxed);
     x.parks = w->parks.load(std::memory_order_relaxed);
     x.spins = w->spins.load(std::memory_order_relaxed);
+    x.sends_batched = w->sends_batched.load(std::memory_order_relaxed);
+    x.send_flushes = w->send_flushes.load(std::memory_order_relaxed);
     // A park in progress counts up to now (parked_tsc grows only when it ends):
     // a worker parked for seconds is idle, not busy.
     uint64_t parked = w->parked_tsc.load(std::memory_order_relaxed);

@@ -10,7 +10,9 @@
 
 namespace herd::rt {
 
-enum class suspend_reason : uintptr_t { park = 1, yield, yield_fed, spawn, hibernate, dead, migrate };
+// send: the fiber queued a send on its worker's send_ring and is held by the
+// worker (no queue, no waiting state) until the batch is flushed.
+enum class suspend_reason : uintptr_t { park = 1, yield, yield_fed, spawn, hibernate, dead, migrate, send };
 
 // The worker's half of every switch. One per worker thread; only that thread
 // touches it.

@@ -11,7 +11,10 @@
 #include "runtime_impl.hpp"
 #include "sched/fiber_state.hpp"
 
+#include <sys/socket.h>
+
 #include <cassert>
+#include <cerrno>
 
 namespace herd::rt {
 
@@ -60,6 +63,18 @@ bool park_until(fiber* self, uint64_t deadline_ms) {
 void yield() {
   fiber* f = current();
   if (f) suspend(f, suspend_reason::yield);
+}
+
+long send_batched(int fd, const void* p, std::size_t n) noexcept {
+  if (fiber* f = current()) {
+    worker::queued_send q{f, 0};
+    if (worker_of(f)->queue_send(fd, p, n, &q)) {
+      suspend(f, suspend_reason::send);
+      return q.result;
+    }
+  }
+  ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  return r < 0 ? -errno : r;
 }
 
 void consume_reduction() {

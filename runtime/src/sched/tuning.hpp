@@ -53,4 +53,9 @@ inline constexpr uint32_t poll_room_margin = 16;
 // of about a microsecond; polling it back to back would be most of the spin),
 // steals, and fires its due timers.
 inline constexpr uint64_t spin_poll_every_ns = 2000;
+
+// Queued sends (send_ring.hpp) go to the kernel when the worker runs dry, or
+// once this many fibers ran after the first of them was queued: a sender
+// waits at most that many slices behind fibers that keep the ring busy.
+inline constexpr uint32_t send_batch_picks = 32;
 }  // namespace herd::rt::tuning

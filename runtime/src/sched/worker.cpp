@@ -73,7 +73,11 @@
 // receive out of budget with mail waiting) to run next, `spawn` puts the
 // parent in run next and the child in `direct`, `hibernate` returns the stack
 // to the pool before the waiting transition (a wake-up after that allocates a
-// fresh stack), `dead` returns the stack and hands the fiber to its owner.
+// fresh stack), `dead` returns the stack and hands the fiber to its owner,
+// `send` leaves it with this worker's send ring (io/send_ring.hpp): it is in
+// no queue until flush_sends(), which the loop calls when it runs dry, when
+// the ring is full or when send_batch_picks fibers ran since the first send
+// was queued (pick_direct then declines, so the loop gets its turn).
 #include <herd/runtime/sanitizers.hpp>
 #include "sched/worker.hpp"
 
@@ -174,13 +178,20 @@ void worker::thread_main() {
   tl_worker = this;
   side.init_on_thread();
   install_thread_altstack();
+  if (rt.opts.batch_sends && !rt.opts.deterministic) sends_.open();
   next_maint_tsc_ = clock_impl::tsc() + clock_impl::tsc_per_ms();
   spin_tsc_ = static_cast<uint64_t>(rt.opts.busy_wait.count()) * clock_impl::tsc_per_ms() / 1000;
   for (;;) {
+    if (sends_due()) flush_sends();
     fiber* f = next_local();
+    if (!f && sends_.pending()) {
+      flush_sends();
+      f = next_local();
+    }
     if (!f) f = next_remote();
     if (f) {
       if (searching_) end_search();
+      if (sends_.pending()) ++send_picks_;
       run(f);
       continue;
     }
@@ -408,7 +419,23 @@ void worker::run(fiber* f) {
       state::mark_dead(f);
       f->ops->finished(f);
       break;
+    case suspend_reason::send:
+      break;  // held by sends_ until flush_sends()
   }
+}
+
+// Every queued send goes to the kernel in one io_uring_enter; each sender,
+// its result written, goes to the ring's tail in the order it sent.
+void worker::flush_sends() {
+  send_picks_ = 0;
+  send_flushes.store(send_flushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  sends_.flush(
+      [](void* ctx, void* tag, int result) {
+        auto* q = static_cast<queued_send*>(tag);
+        q->result = result;
+        static_cast<worker*>(ctx)->schedule_local(q->f);
+      },
+      this);
 }
 
 // A fiber parking or yielding may switch straight to the next one when the
@@ -416,7 +443,13 @@ void worker::run(fiber* f) {
 // high-priority work, not the injection queue's turn.
 fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why) {
   auto* w = static_cast<worker*>(side->owner);
-  if (why != suspend_reason::park && why != suspend_reason::yield && why != suspend_reason::yield_fed) return nullptr;
+  if (why != suspend_reason::park && why != suspend_reason::yield && why != suspend_reason::yield_fed &&
+      why != suspend_reason::send)
+    return nullptr;
+  // Queued sends that are due go out from the loop, never from here: the
+  // leaving fiber's context is not saved yet, and a sender must not be
+  // rescheduled before it has left.
+  if (w->sends_.pending() && (++w->send_picks_ >= tuning::send_batch_picks || w->sends_.full())) return nullptr;
   // A countdown about to run out is the loop's (next_local) to act on -- but
   // only when there is something to act on: a switch through the loop costs
   // two context switches and the loop's own picking, and fibers that keep
@@ -467,6 +500,8 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
     if (!state::try_park(left)) w->schedule_next(left);
   } else if (why == suspend_reason::yield_fed) {
     w->schedule_next(left);
+  } else if (why == suspend_reason::send) {
+    // held by sends_ until flush_sends()
   } else {
     w->schedule_local(left);
   }

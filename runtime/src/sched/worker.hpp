@@ -4,6 +4,7 @@
 
 #include "context/fiber_context.hpp"
 #include "context/stack_pool.hpp"
+#include "io/send_ring.hpp"
 #include "sched/inject_queue.hpp"
 #include "sched/local_queue.hpp"
 #include "sched/parker.hpp"
@@ -67,6 +68,8 @@ class worker {
   std::atomic<uint64_t> stolen{0};
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> spins{0};  // busy waits begun (runtime_options::busy_wait)
+  std::atomic<uint64_t> sends_batched{0};  // sends queued on sends_
+  std::atomic<uint64_t> send_flushes{0};   // flush_sends() calls that found some
   std::atomic<uint64_t> parked_tsc{0};  // time spent parked
   std::atomic<uint64_t> parked_since_tsc{0};  // when the current park began; 0: not parked
   // The fiber being run (relaxed; the monitor reads it), and whether the
@@ -91,12 +94,27 @@ class worker {
   stack_pool& own_stacks() noexcept { return stacks; }
   // now_ms() at the last maintenance.
   uint64_t coarse_ms() const noexcept { return coarse_ms_; }
+  // The running fiber's send, queued on this worker's ring (send_ring.hpp);
+  // false when the ring is not open. The fiber then suspends with
+  // suspend_reason::send; flush_sends() writes *result and reschedules it.
+  struct queued_send {
+    fiber* f;
+    long result;
+  };
+  bool queue_send(int fd, const void* p, std::size_t n, queued_send* q) noexcept {
+    if (!sends_.is_open() || sends_.full()) return false;
+    sends_.add(fd, p, n, q);
+    sends_batched.store(sends_batched.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return true;
+  }
 
  private:
   // Owner only, behind the accessors above.
   fiber* direct = nullptr;   // a child spawned depth-first
   fiber* spawned = nullptr;  // set by start() before it suspends
   stack_pool stacks;
+  send_ring sends_;
+  uint32_t send_picks_ = 0;  // fibers run since the first queued send
   uint64_t coarse_ms_ = 0;
   uint64_t last_stack_upkeep_ms_ = UINT64_MAX;  // park(): stack pools maintained at most once per ms
 
@@ -109,6 +127,10 @@ class worker {
   bool more_work_visible() const;
   bool defer_notify() noexcept;
   void run(fiber* f);
+  void flush_sends();
+  bool sends_due() const noexcept {
+    return sends_.pending() && (sends_.full() || send_picks_ >= tuning::send_batch_picks);
+  }
   // Inlined into pick_direct and run: two calls on every direct switch.
   [[gnu::always_inline]] inline void begin_slice(fiber* f);
   [[gnu::always_inline]] inline void end_slice(fiber* f);

@@ -82,7 +82,9 @@ json overview_view(const sampler& s) {
                        {"steals", w.steals},
                        {"parks", w.parks},
                        {"switches", w.switches},
-                       {"timers", w.timers}});
+                       {"timers", w.timers},
+                       {"sends_batched", w.sends_batched},
+                       {"send_flushes", w.send_flushes}});
   }
   out["workers"] = std::move(workers);
   std::vector<const void*> ids;

@@ -38,6 +38,11 @@ struct node_options {
   // At most rt::max_busy_wait (10 ms); out of range: the node's constructor
   // throws std::invalid_argument.
   std::chrono::microseconds busy_wait{0};
+  // rt::runtime_options::batch_sends: the socket sends of one worker's
+  // processes go to the kernel together, in one io_uring_enter, when that
+  // worker runs out of other work; false (or HERD_BATCH_SENDS=0): one
+  // send(2) each.
+  bool batch_sends = true;
 };
 
 struct node_stats {

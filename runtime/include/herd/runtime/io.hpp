@@ -3,6 +3,7 @@
 // worker that polls (busy workers every 61 fibers or 1 ms, idle ones before
 // parking) calls on_ready on its own thread.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace herd::rt {
@@ -25,5 +26,12 @@ struct io_source {
 int io_register(int fd, io_source* src, uint32_t events) noexcept;
 // Any thread. Call before close(fd). Returns 0 or -errno.
 int io_deregister(int fd) noexcept;
+
+// send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT): the bytes sent or -errno.
+// Inside a fiber on a worker whose send ring is open, the send is queued
+// with the worker's other sends and the fiber suspends until the batch went
+// to the kernel (runtime_options::batch_sends); elsewhere it is send(2) now.
+// The bytes must stay put until it returns (they do: the caller waits).
+long send_batched(int fd, const void* p, std::size_t n) noexcept;
 
 }  // namespace herd::rt

@@ -29,6 +29,12 @@ struct runtime_options {
   // docs/distribution.md. 0..max_busy_wait, else the constructor throws
   // std::invalid_argument. Ignored when deterministic.
   std::chrono::microseconds busy_wait{0};
+  // Socket sends made by the fibers of one worker go to the kernel together,
+  // in one io_uring_enter, when that worker runs out of other work (see
+  // runtime/src/io/send_ring.hpp; what it saves: docs/push-gateway.md).
+  // false, or HERD_BATCH_SENDS=0 in the environment: one send(2) each, in
+  // the caller. Where io_uring is refused, sends are not batched either way.
+  bool batch_sends = true;
 };
 
 // The longest busy_wait accepted: beyond a few milliseconds a spin is a busy
@@ -50,6 +56,8 @@ struct worker_metrics {
   uint64_t stolen = 0;         // fibers taken by them
   uint64_t parks = 0;
   uint64_t spins = 0;          // busy waits begun (runtime_options::busy_wait)
+  uint64_t sends_batched = 0;  // socket sends queued on the worker's ring (batch_sends)
+  uint64_t send_flushes = 0;   // io_uring_enter calls that took them to the kernel
   uint64_t busy_ns = 0;        // time spent running fibers
   uint64_t run_queue = 0;      // ring + own overflow + run next, now (approximate)
   uint64_t timers = 0;         // armed timers on this worker's wheel
