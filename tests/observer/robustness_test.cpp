@@ -279,4 +279,6 @@ TEST_CASE("the metrics endpoint serves the overview figures in Prometheus text o
   CHECK(body.find("# TYPE herd_worker_utilization gauge") != std::string::npos);
   CHECK(body.find("herd_worker_utilization{worker=\"1\"}") != std::string::npos);
   CHECK(body.find("herd_memory_rss_bytes ") != std::string::npos);
+  CHECK(body.find("# TYPE herd_worker_sends_batched_total counter") != std::string::npos);
+  CHECK(body.find("herd_worker_send_flushes_total{worker=\"0\"}") != std::string::npos);
 }

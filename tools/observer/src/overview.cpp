@@ -147,6 +147,10 @@ std::string prometheus_text(const sampler& s) {
              [&](std::size_t i) { return f.m.workers[i].parks; });
   per_worker("herd_worker_switches_total", "counter", "Actors resumed.",
              [&](std::size_t i) { return f.m.workers[i].switches; });
+  per_worker("herd_worker_sends_batched_total", "counter", "Socket sends queued on the worker's send ring.",
+             [&](std::size_t i) { return f.m.workers[i].sends_batched; });
+  per_worker("herd_worker_send_flushes_total", "counter", "io_uring_enter calls that took queued sends to the kernel.",
+             [&](std::size_t i) { return f.m.workers[i].send_flushes; });
   auto ls = net::listeners();
   auto per_listener = [&](const char* name, const char* type, const char* help, auto get) {
     metric(name, type, help);
