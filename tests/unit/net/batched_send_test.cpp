@@ -53,6 +53,30 @@ std::string read_to_eof(int fd) {
 }
 
 std::string message(int i, int round) { return "<" + std::to_string(i) + ":" + std::to_string(round) + ">"; }
+
+// Inside a node: runs one(i, wait) in n processes, where wait() returns once
+// every process has called it (the root then sends all of them `go` in a
+// row, so they are runnable together). at_start runs just before that, at_end
+// once every process has returned.
+template <class One, class AtStart, class AtEnd>
+void all_at_once(int n, One one, AtStart at_start, AtEnd at_end) {
+  std::atomic<int> ready{0};
+  std::atomic<int> finished{0};
+  std::vector<herd::pid> procs;
+  for (int i = 0; i < n; ++i)
+    procs.push_back(herd::spawn([&, i] {
+      one(i, [&] {
+        ready.fetch_add(1);
+        herd::receive([](go) {});
+      });
+      finished.fetch_add(1);
+    }));
+  while (ready.load() < n) herd::sleep(1ms);  // polls the count
+  at_start();
+  for (herd::pid p : procs) herd::send(p, go{});
+  while (finished.load() < n) herd::sleep(1ms);  // polls the count
+  at_end();
+}
 }  // namespace batched_send_test
 using namespace batched_send_test;
 
@@ -65,28 +89,20 @@ TEST_CASE("sends of many processes on one worker go to the kernel together, each
   std::vector<std::string> failures(n);
   send_counts before, after;
   herd::test::run_node(node_opts(1), [&] {
-    std::atomic<int> ready{0};
-    std::atomic<int> finished{0};
-    std::vector<herd::pid> senders;
-    for (int i = 0; i < n; ++i)
-      senders.push_back(herd::spawn([&, i] {
-        auto p = connected_pair();
-        peers[i] = std::exchange(p.peer.fd, -1);
-        ready.fetch_add(1);
-        herd::receive([](go) {});
-        for (int r = 0; r < rounds && p.mine.valid(); ++r)
-          if (auto res = p.mine.send(message(i, r), 5s); !res) {
-            failures[i] = "round " + std::to_string(r) + ": " + res.error().message();
-            break;
-          }
-        if (!p.mine.valid()) failures[i] = "no connection";
-        finished.fetch_add(1);
-      }));
-    while (ready.load() < n) herd::sleep(1ms);  // polls the count
-    before = counts_now();
-    for (herd::pid s : senders) herd::send(s, go{});
-    while (finished.load() < n) herd::sleep(1ms);  // polls the count
-    after = counts_now();
+    all_at_once(
+        n,
+        [&](int i, auto wait) {
+          auto p = connected_pair();
+          peers[i] = std::exchange(p.peer.fd, -1);
+          wait();
+          for (int r = 0; r < rounds && p.mine.valid(); ++r)
+            if (auto res = p.mine.send(message(i, r), 5s); !res) {
+              failures[i] = "round " + std::to_string(r) + ": " + res.error().message();
+              break;
+            }
+          if (!p.mine.valid()) failures[i] = "no connection";
+        },
+        [&] { before = counts_now(); }, [&] { after = counts_now(); });
   });
   for (int i = 0; i < n; ++i) {
     INFO("sender " << i);
@@ -116,27 +132,21 @@ TEST_CASE("a batched send to a peer that reset fails with reset for that sender 
   std::vector<int> sent(n, -1);  // 1: sent; 0: failed with failed_with[i]
   std::vector<errc> failed_with(n, errc{});
   herd::test::run_node(node_opts(1), [&] {
-    std::atomic<int> ready{0};
-    std::atomic<int> finished{0};
-    std::vector<herd::pid> senders;
-    for (int i = 0; i < n; ++i)
-      senders.push_back(herd::spawn([&, i] {
-        auto p = connected_pair();
-        if (i % 2 == 1) {  // an abortive close: the peer's RST is in before the sends
-          linger lg{1, 0};
-          setsockopt(p.peer.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-          p.peer.close();
-        }
-        ready.fetch_add(1);
-        herd::receive([](go) {});
-        auto r = p.mine.send("hello", 5s);
-        sent[i] = r ? 1 : 0;
-        if (!r) failed_with[i] = r.code();
-        finished.fetch_add(1);
-      }));
-    while (ready.load() < n) herd::sleep(1ms);  // polls the count
-    for (herd::pid s : senders) herd::send(s, go{});
-    while (finished.load() < n) herd::sleep(1ms);  // polls the count
+    all_at_once(
+        n,
+        [&](int i, auto wait) {
+          auto p = connected_pair();
+          if (i % 2 == 1) {  // an abortive close: the peer's RST is in before the sends
+            linger lg{1, 0};
+            setsockopt(p.peer.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            p.peer.close();
+          }
+          wait();
+          auto r = p.mine.send("hello", 5s);
+          sent[i] = r ? 1 : 0;
+          if (!r) failed_with[i] = r.code();
+        },
+        [] {}, [] {});
   });
   for (int i = 0; i < n; ++i) {
     INFO("sender " << i);
