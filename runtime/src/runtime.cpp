@@ -53,7 +53,12 @@ runtime_options normalized(runtime_options o) {
   o.stack_size *= sanitizer_stack_factor;
   if (o.guard_size == 0) o.guard_size = 4096 * sanitizer_guard_pages;
   if (o.reduction_budget == 0) o.reduction_budget = 1;
-  if (const char* env = std::getenv("HERD_BATCH_SENDS"); env && std::strcmp(env, "0") == 0) o.batch_sends = false;
+  if (const char* env = std::getenv("HERD_BATCH_SENDS")) {
+    if (std::strcmp(env, "0") != 0 && std::strcmp(env, "1") != 0)
+      throw std::invalid_argument(std::string("herd: HERD_BATCH_SENDS must be 0 (one send(2) each) or 1, not '") + env +
+                                  "'");
+    if (env[0] == '0') o.batch_sends = false;
+  }
   return o;
 }
 

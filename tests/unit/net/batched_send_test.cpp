@@ -127,6 +127,17 @@ TEST_CASE("sends of many processes on one worker go to the kernel together, each
   CHECK(flushes * 4 <= batched);
 }
 
+TEST_CASE("HERD_BATCH_SENDS other than 0 or 1 is refused with a clear error when the node starts", "[net][batch]") {
+  const char* was = std::getenv("HERD_BATCH_SENDS");
+  std::string saved = was ? was : "";
+  ::setenv("HERD_BATCH_SENDS", "off", 1);
+  auto o = node_opts(1);
+  o.quiet = true;
+  CHECK_THROWS_WITH(herd::node(o), Catch::Contains("HERD_BATCH_SENDS must be 0") && Catch::Contains("not 'off'"));
+  if (was) ::setenv("HERD_BATCH_SENDS", saved.c_str(), 1);
+  else ::unsetenv("HERD_BATCH_SENDS");
+}
+
 TEST_CASE("a batched send to a peer that reset fails with reset for that sender only", "[net][send][batch]") {
   constexpr int n = 16;
   std::vector<int> sent(n, -1);  // 1: sent; 0: failed with failed_with[i]

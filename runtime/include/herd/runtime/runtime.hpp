@@ -33,7 +33,9 @@ struct runtime_options {
   // in one io_uring_enter, when that worker runs out of other work (see
   // runtime/src/io/send_ring.hpp; what it saves: docs/push-gateway.md).
   // false, or HERD_BATCH_SENDS=0 in the environment: one send(2) each, in
-  // the caller. Where io_uring is refused, sends are not batched either way.
+  // the caller (HERD_BATCH_SENDS other than 0 or 1: the constructor throws
+  // std::invalid_argument). Where io_uring is refused, sends are not batched
+  // either way.
   bool batch_sends = true;
 };
 
