@@ -6,8 +6,9 @@
 // now hand their send to their worker and suspend (suspend_reason::send);
 // when the worker has nothing else to run — or the batch is full, or 32
 // fibers ran since the first send was queued — it submits every send at once
-// and waits for all of them, then puts the senders back on its ring with
-// their results.
+// and waits for all of them, then puts the senders back on its ring (behind
+// its overflow while that holds spilled fibers: worker.cpp, flush_sends)
+// with their results.
 //
 // Invariants:
 // * Only the owning worker's thread touches a ring (IORING_SETUP_SINGLE_ISSUER
@@ -52,9 +53,10 @@ class send_ring {
   void add(int fd, const void* p, std::size_t n, void* tag) noexcept;
 
   // Submits everything queued and waits for every completion; calls
-  // done(ctx, tag, result) for each (bytes sent or -errno). False: the
-  // submission itself failed; every queued send then completes with that
-  // error.
+  // done(ctx, tag, result) for each (bytes sent or -errno). Interrupted or
+  // short of memory, it asks again; any other failure of io_uring_enter
+  // aborts the process: the kernel may still read queued buffers, so no
+  // sender can safely be resumed.
   using done_fn = void (*)(void* ctx, void* tag, int result);
   void flush(done_fn done, void* ctx) noexcept;
 
