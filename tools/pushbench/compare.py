@@ -42,6 +42,14 @@ LOWER_BETTER = ("p50_us", "p99_us", "p999_us", "max_us", "user_p99_us", "room_p9
                 "calm_cpu_us_per_push", "rss_kb", "bytes_per_idle_conn",
                 "connect_ramp_s", "storm_back_ms", "wrk_p50_us", "wrk_p99_us")
 HIGHER_BETTER = ("pushes_per_s", "frames_per_s", "wrk_rps")
+# The wrk row. wrk_server_us_per_req is the server's CPU per answered request;
+# wrk_server_cpu and wrk_client_cpu are the shares of their cores the server
+# and wrk used (no ratio: they say which side bound the rate). With wrk at
+# its whole core and the server below it, wrk_rps is wrk's ceiling on this
+# machine, not the server's, and the per-request CPU is the row that compares.
+WRK_KEYS = ("wrk_rps", "wrk_p50_us", "wrk_p99_us", "wrk_server_us_per_req", "wrk_server_cpu", "wrk_client_cpu")
+WRK_LOWER_BETTER = ("wrk_p50_us", "wrk_p99_us", "wrk_server_us_per_req")
+WRK_SHARES = ("wrk_server_cpu", "wrk_client_cpu")
 CHECKED = ("connected", "failed", "lost", "drained", "out_of_order", "disconnects", "push_errors", "push_late",
            "storm_back", "storm_refused", "stable_lost")
 
@@ -122,7 +130,21 @@ def wrk_us(s):
     return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)] if m else None
 
 
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_wrk(a, server):
+    # wrk is the only child waited for during the run (taskset execs it), so
+    # the children's rusage grows by wrk's CPU alone.
+    ticks0, kids0 = cpu_ticks(server.pid), children_cpu_s()
     r = subprocess.run(["taskset", "-c", "1", *RT, "wrk", "-t1", "-c64", f"-d{a.wrk_duration}s", "--latency",
                         f"http://127.0.0.1:{server.port}/healthz"], capture_output=True, text=True,
                        timeout=a.wrk_duration + 30)
@@ -139,6 +161,14 @@ def run_wrk(a, server):
             res[key] = str(wrk_us(m.group(1)))
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
     res["wrk_errors"] = m.group(1) if m else "0"
+    server_s = (cpu_ticks(server.pid) - ticks0) / os.sysconf("SC_CLK_TCK")
+    client_s = children_cpu_s() - kids0
+    m = re.search(r"(\d+) requests in ([0-9.]+)(us|ms|s),", r.stdout)
+    if m and int(m.group(1)) > 0:
+        requests, secs = int(m.group(1)), wrk_us(m.group(2) + m.group(3)) / 1e6
+        res["wrk_server_us_per_req"] = f"{server_s * 1e6 / requests:.2f}"
+        res["wrk_server_cpu"] = f"{server_s / secs:.3f}"
+        res["wrk_client_cpu"] = f"{client_s / secs:.3f}"
     return res
 
 
@@ -247,25 +277,30 @@ def summarize(out, results, names, counts):
     log(out)
     log(out, f"{'row':<8} {'key':<20}" + "".join(f"{n + ' median [min-max]':>34}" for n in names))
     for row in [*counts, "wrk"]:
-        keys = ("wrk_rps", "wrk_p50_us", "wrk_p99_us") if row == "wrk" else \
-            (*HIGHER_BETTER[:2], *LOWER_BETTER[:-2], *CHECKED)
+        keys = WRK_KEYS if row == "wrk" else (*HIGHER_BETTER[:2], *LOWER_BETTER[:-2], *CHECKED)
         for key in keys:
             meds = {n: median_of(results.get((row, n), []), key) for n in names}
             cells = "".join(f"{'-' if meds[n] is None else f'{fmt(meds[n][0])} [{fmt(meds[n][1])}-{fmt(meds[n][2])}]':>34}"
                             for n in names)
             log(out, f"{row!s:<8} {key:<20}{cells}")
-            if key in CHECKED:
+            if key in CHECKED or key in WRK_SHARES:
                 continue
             have = [n for n in peers_ if meds[n] is not None]
             if not have:
                 continue
-            pick = min if key in LOWER_BETTER else max
+            pick = min if key in LOWER_BETTER or key in WRK_LOWER_BETTER else max
             best = pick(have, key=lambda n: meds[n][0])
             for n in names:
                 if meds[n] is None or meds[best][0] == 0:
                     continue
                 log(out, f"RATIO connections={row} key={key} impl={n} value={meds[n][0]:.4g} best_peer={best} "
                          f"best_peer_value={meds[best][0]:.4g} ratio={meds[n][0] / meds[best][0]:.3f}")
+    for n in names:
+        runs = results.get(("wrk", n), [])
+        client, server = median_of(runs, "wrk_client_cpu"), median_of(runs, "wrk_server_cpu")
+        if client and server:
+            bound = "wrk" if client[0] >= 0.95 and server[0] < 0.9 else "server" if server[0] >= 0.95 else "neither"
+            log(out, f"WRK_BOUND impl={n} bound={bound} wrk_client_cpu={client[0]:.3f} wrk_server_cpu={server[0]:.3f}")
 
 
 if __name__ == "__main__":
