@@ -21,10 +21,14 @@
 //   8. polling I/O without blocking; then parking.
 //
 // A full ring spills half of itself into the worker's own overflow queue, not
-// into the global one (issue 19): with more runnable fibers than a ring holds
-// (1,000 ping-pong pairs on 2 workers), spilled fibers that either worker
-// took from a shared queue kept moving their lines and their partners' to the
-// other core; per worker they come back where they ran, and only a thief
+// into the global one (issue 19), and while the overflow holds fibers a
+// newcomer queues behind them (schedule_local): ring and overflow are one
+// FIFO queue, so with more runnable fibers than the ring holds each still
+// waits its turn once (one exception, for fork-join trees: schedule_next).
+// Spilled per worker, not globally: with more runnable fibers than a ring
+// holds (1,000 ping-pong pairs on 2 workers), spilled fibers that either
+// worker took from a shared queue kept moving their lines and their
+// partners' to the other core; per worker they come back where they ran, and only a thief
 // moves them (1,000 pairs: 20.6M -> 24.5M msgs/s, docs/handoff.md). The
 // overflow is a relaxed look for the idle protocol, like a ring: only its
 // awake owner pushes to it.
@@ -280,8 +284,12 @@ fiber* worker::take_batch(inject_queue& q) {
   fiber* batch[tuning::inject_batch_max];
   uint32_t room = tuning::ring_capacity - ring.size_approx();
   std::size_t n = q.pop_bulk(batch, std::min<uint32_t>(room / 2 + 1, tuning::inject_batch_max));
-  for (std::size_t i = 1; i < n; ++i) schedule_local(batch[i]);
-  return n ? batch[0] : nullptr;
+  if (n == 0) return nullptr;
+  // Onto the ring, whatever is left in q: the batch is q's head, older than
+  // anything pushed behind it.
+  for (std::size_t i = 1; i < n; ++i) push_ring(batch[i]);
+  if (n > 1) notify_for(static_cast<uint32_t>(n - 1));
+  return batch[0];
 }
 
 // Whatever the searcher found — stolen, injected, or its own ring and run next
@@ -402,7 +410,7 @@ void worker::run(fiber* f) {
     case suspend_reason::spawn:
       direct = spawned;
       spawned = nullptr;
-      schedule_next(f);
+      schedule_next(f, /*displaced_to_ring=*/true);
       break;
     case suspend_reason::hibernate:
       give_back_stack(rt, this, f->stack, coarse_ms_);
@@ -425,14 +433,8 @@ void worker::run(fiber* f) {
 }
 
 // Every queued send goes to the kernel in one io_uring_enter; each sender,
-// its result written, goes to the ring's tail in the order it sent — or,
-// while this worker has spilled fibers waiting in its overflow, to the
-// overflow's tail behind them. A sender usually has its next input waiting
-// by then (the flush took a while), so it never parks; with more such
-// fibers than the ring holds (10,000 echo connections), senders put back on
-// the ring kept cycling through it while the spilled ones got one pick in
-// 61: p99 went from 158 ms to 2.2 s (tools/bench.sh). Behind the spilled
-// ones, every fiber waits its turn once.
+// its result written, goes to the queue's tail (schedule_local) in the order
+// it sent.
 void worker::flush_sends() {
   send_picks_ = 0;
   send_flushes.store(send_flushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -441,8 +443,7 @@ void worker::flush_sends() {
         auto* q = static_cast<queued_send*>(tag);
         q->result = result;
         auto* w = static_cast<worker*>(ctx);
-        if (!w->overflow.empty()) w->overflow.push(q->f);
-        else w->schedule_local(q->f);
+        w->schedule_local(q->f);
       },
       this);
 }
@@ -516,19 +517,42 @@ void worker::after_direct(switch_side* side, fiber* left, suspend_reason why) {
   }
 }
 
-void worker::schedule_next(fiber* f) {
+// What a spawning parent displaces from run next goes to the ring even while
+// the overflow holds fibers: a fork-join tree (skynet) then runs depth-first
+// and its live set stays small. Queued behind the overflow like the rest,
+// skynet 1M took 1.25x as long with 1.5x the RSS (docs/handoff.md, session
+// 28).
+void worker::schedule_next(fiber* f, bool displaced_to_ring) {
   // Not the fiber that ran just before this one (ping-pong's partner, a
   // fiber woken while it ran): its frames and control block are in cache.
   if (f != prev_ran_) prefetch_fiber(f);
-  if (fiber* prev = run_next.put(f)) schedule_local(prev);
+  fiber* prev = run_next.put(f);
+  if (!prev) return;
+  if (!displaced_to_ring) return schedule_local(prev);
+  push_ring(prev);
+  notify_for(1);
 }
 
+// The ring and the overflow are one FIFO queue: while spilled fibers wait in
+// the overflow, a newcomer queues behind them, not on the ring. The ring then
+// drains, and refills from the overflow's head (take_batch), so every fiber
+// waits its turn once, however many are runnable. Pushing newcomers to the
+// ring instead let any fiber that was woken again and again (a sender resumed
+// by every flush, a connection by every poll) cycle through the ring while
+// the spilled ones got one pick in 61: at 10,000 echo connections, p99 2.2 s
+// against p50 0.14 s.
 void worker::schedule_local(fiber* f) {
-  while (!ring.push_back(f)) {
-    if (ring.push_overflow(f, [this](fiber** items, uint32_t n) { overflow.push_bulk(items, n); }))
-      break;
-  }
-  if (defer_notify()) return;
+  if (!overflow.empty()) overflow.push(f);
+  else push_ring(f);
+  notify_for(1);
+}
+
+void worker::push_ring(fiber* f) {
+  ring.push_back_or_overflow(f, [this](fiber** items, uint32_t n) { overflow.push_bulk(items, n); });
+}
+
+void worker::notify_for(uint32_t pushed) {
+  if (defer_notify(pushed)) return;
   // Help for the ring: only when nobody searches and someone is parked (a
   // relaxed look; why that is enough: idle.hpp). Never this worker itself.
   if (rt.n_workers > 1 && rt.idle_state.should_notify_hint()) rt.notify_parked(static_cast<int>(id));
@@ -540,16 +564,16 @@ void worker::schedule_local(fiber* f) {
 // a sibling for the single fiber a readiness event made runnable cost a
 // futex wake, a steal race and the poller token moving between workers on
 // every request of a request/reply connection (issue 19).
-bool worker::defer_notify() noexcept {
+bool worker::defer_notify(uint32_t pushed) noexcept {
   if (!park_dispatch_) return false;
-  ++park_pushes_;
+  park_pushes_ += pushed;
   return true;
 }
 
 void worker::schedule_by_priority(fiber* f) {
   if (f->prio == priority::high) rt.high.push(f);
   else rt.low.push(f);
-  if (!defer_notify()) rt.notify_parked();
+  if (!defer_notify(1)) rt.notify_parked();
 }
 
 }  // namespace herd::rt

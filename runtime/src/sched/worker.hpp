@@ -31,8 +31,9 @@ class worker {
   void thread_main();
 
   // This worker's thread only.
-  void schedule_next(fiber* f);   // the "run next" slot; evicts its occupant to the ring
-  void schedule_local(fiber* f);  // the ring's tail; may wake a parked worker
+  // The "run next" slot; its occupant goes to schedule_local, or to the ring.
+  void schedule_next(fiber* f, bool displaced_to_ring = false);
+  void schedule_local(fiber* f);  // the queue's tail (the overflow's while it holds fibers); may wake a parked worker
   // By priority (wake-ups). Inline for the normal priority, which is every
   // message's wake-up: the switch costs no second call.
   void schedule(fiber* f, bool from_fiber) {
@@ -125,7 +126,9 @@ class worker {
   fiber* steal();
   void end_search();
   bool more_work_visible() const;
-  bool defer_notify() noexcept;
+  bool defer_notify(uint32_t pushed) noexcept;
+  void push_ring(fiber* f);           // the ring's tail, spilling half of a full ring to the overflow
+  void notify_for(uint32_t pushed);   // after pushes to the ring or overflow: wake a parked worker if it helps
   void run(fiber* f);
   void flush_sends();
   bool sends_due() const noexcept {
