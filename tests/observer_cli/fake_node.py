@@ -99,7 +99,7 @@ class Node:
                            "mimalloc_peak_committed_bytes": 67108864, "stacks_in_use": n, "stacks_carved": 64},
                 "rates": {"messages_per_s": 120000.0, "switches_per_s": 240000.0, "spawns_per_s": 0.0},
                 "workers": [{"id": 0, "utilization": 0.93, "run_queue": 4, "steals": 10, "parks": 77,
-                             "switches": 1000000, "timers": 3},
+                             "switches": 1000000, "timers": 3, "sends_batched": 1280, "send_flushes": 41},
                             {"id": 1, "utilization": 0.12, "run_queue": 0, "steals": 2, "parks": 901,
                              "switches": 250000, "timers": 0}],
                 "long_running": [{"pid": "<7.0>", "duration_ms": 25, "ago_ms": 1200}]}

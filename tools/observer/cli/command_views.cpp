@@ -64,10 +64,13 @@ std::string render_overview(const json& r) {
                       {"STEALS", align::right},
                       {"PARKS", align::right},
                       {"SWITCHES", align::right},
-                      {"TIMERS", align::right}});
+                      {"TIMERS", align::right},
+                      {"SENDS BATCHED", align::right},
+                      {"FLUSHES", align::right}});
   for (const auto& w : r.at("workers"))
     workers.add_row({integer(w, "id"), human_percent(num(w, "utilization")), integer(w, "run_queue"),
-                     integer(w, "steals"), integer(w, "parks"), integer(w, "switches"), integer(w, "timers")});
+                     integer(w, "steals"), integer(w, "parks"), integer(w, "switches"), integer(w, "timers"),
+                     integer_or_dash(w, "sends_batched"), integer_or_dash(w, "send_flushes")});
   std::string out = kv.render() + "\n" + workers.render() + "\n";
   const json& long_running = r.at("long_running");
   if (long_running.empty()) return out + "no long-running actors\n";
