@@ -28,10 +28,10 @@
 // Spilled per worker, not globally: with more runnable fibers than a ring
 // holds (1,000 ping-pong pairs on 2 workers), spilled fibers that either
 // worker took from a shared queue kept moving their lines and their
-// partners' to the other core; per worker they come back where they ran, and only a thief
-// moves them (1,000 pairs: 20.6M -> 24.5M msgs/s, docs/handoff.md). The
-// overflow is a relaxed look for the idle protocol, like a ring: only its
-// awake owner pushes to it.
+// partners' to the other core; per worker they come back where they ran,
+// and only a thief moves them (1,000 pairs: 20.6M -> 24.5M msgs/s,
+// docs/handoff.md). The overflow is a relaxed look for the idle protocol,
+// like a ring: only its awake owner pushes to it.
 //
 // Searching (idle.hpp has the protocol and its lost wake-up argument): a
 // worker that ran dry becomes a searcher (at most half the workers at once)
