@@ -7,7 +7,7 @@
 // when the worker has nothing else to run — or the batch is full, or 32
 // fibers ran since the first send was queued — it submits every send at once
 // and waits for all of them, then puts the senders back on its ring (behind
-// its overflow while that holds spilled fibers: worker.cpp, flush_sends)
+// its overflow while that holds spilled fibers: worker.cpp, schedule_local)
 // with their results.
 //
 // Invariants:
