@@ -212,8 +212,7 @@ runtime_metrics metrics_of(const runtime_impl& r) {
     uint64_t parked_ns = parked * 1000000 / per_ms;
     uint64_t up_ns = (now_ms() - r.started_ms) * 1000000;
     x.busy_ns = up_ns > parked_ns ? up_ns - parked_ns : 0;
-    x.run_queue = w->ring.size_approx() + uint64_t(w->overflow.size_approx()) +
-                  (w->run_next.occupied() ? 1 : 0);
+    x.run_queue = w->queued_approx() + (w->run_next.occupied() ? 1 : 0);
     x.timers = w->timers.size();
     x.running = w->running.load(std::memory_order_relaxed);
     m.workers.push_back(x);

@@ -442,8 +442,7 @@ void worker::flush_sends() {
       [](void* ctx, void* tag, int result) {
         auto* q = static_cast<queued_send*>(tag);
         q->result = result;
-        auto* w = static_cast<worker*>(ctx);
-        w->schedule_local(q->f);
+        static_cast<worker*>(ctx)->schedule_local(q->f);
       },
       this);
 }
@@ -459,7 +458,10 @@ fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why
   // Queued sends that are due go out from the loop, never from here: the
   // leaving fiber's context is not saved yet, and a sender must not be
   // rescheduled before it has left.
-  if (w->sends_.pending() && (++w->send_picks_ >= tuning::send_batch_picks || w->sends_.full())) return nullptr;
+  if (w->sends_.pending()) {
+    ++w->send_picks_;
+    if (w->sends_due()) return nullptr;
+  }
   // A countdown about to run out is the loop's (next_local) to act on -- but
   // only when there is something to act on: a switch through the loop costs
   // two context switches and the loop's own picking, and fibers that keep

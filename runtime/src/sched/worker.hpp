@@ -12,6 +12,7 @@
 #include "sched/tuning.hpp"
 #include "time/timer_service.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -42,6 +43,11 @@ class worker {
     else schedule_local(f);
   }
   void schedule_by_priority(fiber* f);  // high or low: the global queues
+  // Any thread, a relaxed look: the ring's fibers and the overflow's behind
+  // them, this worker's whole queue (not run next or direct).
+  std::size_t queued_approx() const noexcept {
+    return ring.size_approx() + static_cast<std::size_t>(std::max<std::ptrdiff_t>(overflow.size_approx(), 0));
+  }
 
   runtime_impl& rt;
   const unsigned id;

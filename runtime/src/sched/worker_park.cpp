@@ -89,20 +89,17 @@ void worker::maintenance(uint64_t t) {
   coarse_ms_ = now;
   if (timers.earliest() <= now) fire_timers(now);
   if (!direct && has_migrants_.load(std::memory_order_relaxed)) direct = take_migrant();
-  // A busy worker takes only as many ready sources as its ring has room for:
-  // the rest wait in the kernel's ready list, in order. Taking them all
-  // would overflow the ring into the injection queue, which a busy worker
-  // visits once every tuning::global_queue_every picks — connections that land there starve while
-  // later polls keep refilling the ring (10,000 echo connections: p50 41 ms,
-  // p99 760 ms).
-  // The queue is the ring and, behind it, the overflow (worker.cpp), so the
-  // overflow's fibers count: the ring is drained to refill from the
-  // overflow, and counting it alone let a poll take up to ~900 sources at
-  // once, all queued ahead of whatever woke next (a reconnect storm's push
-  // p99: 16.7 ms counting the ring, 2.7 ms counting both; docs/handoff.md).
+  // A busy worker takes only as many ready sources as its queue (ring and
+  // overflow, one FIFO: worker.cpp) has room for; the rest wait in the
+  // kernel's ready list, in order, and cost no memory there. Taking them all
+  // once put connections where a busy worker looked every 61st pick while
+  // later polls kept refilling the ring (10,000 echo connections: p50 41 ms,
+  // p99 760 ms). Counting the ring alone, once the ring drained to refill
+  // from the overflow, let a poll take up to ~900 sources at once, all
+  // queued ahead of whatever woke next (a reconnect storm's push p99: 16.7
+  // ms counting the ring, 2.7 ms counting both; docs/handoff.md).
   if (rt.io.has_sources()) {
-    std::size_t spilled = static_cast<std::size_t>(std::max<std::ptrdiff_t>(overflow.size_approx(), 0));
-    std::size_t queued = std::min<std::size_t>(ring.size_approx() + spilled, tuning::ring_capacity);
+    std::size_t queued = std::min<std::size_t>(queued_approx(), tuning::ring_capacity);
     uint32_t room = tuning::ring_capacity - static_cast<uint32_t>(queued);
     if (room >= tuning::poll_min_room && rt.io.try_acquire()) {
       rt.io.poll(0, static_cast<int>(room - tuning::poll_room_margin));
