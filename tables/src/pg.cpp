@@ -216,7 +216,6 @@ void join(std::string_view scope_name, std::string_view group_name, std::span<co
     auto it = s.groups.find(group_name);
     if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
     group& gr = it->second;
-    gr.list.reserve(gr.list.size() + live.size());
     for (pid p : live) add_one(gr, p);
     gr.snapshot.reset();
     notify(s, gr, event::join, group_name, live, out);
