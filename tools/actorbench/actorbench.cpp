@@ -25,7 +25,7 @@ int usage(const char* why) {
                "  forkjoin_monitor N | links N | monitors N | deferred_calls N |\n"
                "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup) |\n"
                "  table read90|write50|counter|counter_spread [--procs P] [--keys K] [--ops N] [--type set|ordered_set] |\n"
-               "  pg_fanout [--members M] [--messages N]\n",
+               "  pg_fanout [--members M] [--messages N] | pg_join [--members M]\n",
                why);
   return 2;
 }
@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   c.workload = argv[1];
   if (c.workload == "table") return actorbench::run_table(argc, argv);  // named options, its own node
   if (c.workload == "pg_fanout") return actorbench::run_pg_fanout(argc, argv);
+  if (c.workload == "pg_join") return actorbench::run_pg_join(argc, argv);
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--workers") {

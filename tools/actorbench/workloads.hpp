@@ -25,8 +25,9 @@ int run_fanout(const config& c);
 bool run_relations_workload(const config& c);
 // workload_table.cpp: parses its own arguments (argv[1] is "table"), runs its node.
 int run_table(int argc, char** argv);
-// workload_pg.cpp: pg_fanout, the same way.
+// workload_pg.cpp: pg_fanout and pg_join, the same way.
 int run_pg_fanout(int argc, char** argv);
+int run_pg_join(int argc, char** argv);
 // Printed on every RESULT line.
 std::string common_keys(const config& c);
 

@@ -38,6 +38,7 @@ main() ->
 %% `table` has named options of its own (actorbench_table.erl).
 run_any(["table" | Args]) -> actorbench_table:main(Args);
 run_any(["pg_fanout" | Args]) -> actorbench_table:pg_fanout(Args);
+run_any(["pg_join" | Args]) -> actorbench_table:pg_join(Args);
 run_any(Args) -> run(parse(Args)).
 
 parse(Args) -> parse(Args, [], #{hibernate => false}).

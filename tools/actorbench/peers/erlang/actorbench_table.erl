@@ -4,7 +4,7 @@
 %% that measured best on OTP 25 (--ets-opts overrides: none | rc | wc | auto |
 %% rc_auto | rc_wc); bytes_per_entry is ets:info(T, memory) in bytes / K.
 -module(actorbench_table).
--export([main/1, worker/7, pg_fanout/1]).
+-export([main/1, worker/7, pg_fanout/1, pg_join/1]).
 
 main(Args) ->
     O = parse(Args, #{procs => 1000, keys => 100000, ops => 10000000, type => set}),
@@ -98,6 +98,30 @@ pg_fanout(Args) ->
               "workers=~b checksum=~b~n",
               [M, N, Us / 1000, round(M * N / Us * 1000000), erlang:system_info(schedulers_online), Sum]),
     ok.
+
+%% ---- pg_join --members M: the peer of workload_pg.cpp's pg_join ------------------
+%% Each of M processes joins one group itself (pg:join is a call to the scope
+%% process, as herd's is a call under the scope's lock).
+pg_join(Args) ->
+    O = pg_parse(Args, #{members => 100000}),
+    #{members := M} = O,
+    maps:is_key(messages, O) andalso throw({usage, "pg_join takes no --messages"}),
+    {ok, _} = pg:start_link(bench_join_scope),
+    Self = self(),
+    T0 = erlang:monotonic_time(),
+    Pids = [spawn(fun() -> pg_joiner(Self) end) || _ <- lists:seq(1, M)],
+    [receive joined -> ok end || _ <- Pids],
+    Us = erlang:convert_time_unit(erlang:monotonic_time() - T0, native, microsecond),
+    M = length(pg:get_members(bench_join_scope, room)),
+    io:format("RESULT impl=erlang workload=pg_join members=~b wall_ms=~.1f joins_per_s=~b workers=~b~n",
+              [M, Us / 1000, round(M / Us * 1000000), erlang:system_info(schedulers_online)]),
+    [P ! leave_now || P <- Pids],
+    ok.
+
+pg_joiner(Report) ->
+    ok = pg:join(bench_join_scope, room, self()),
+    Report ! joined,
+    receive leave_now -> ok end.
 
 pg_send(N, N) -> ok;
 pg_send(N, I) ->
