@@ -37,6 +37,7 @@
 #include <herd/actors/spawn.hpp>
 #include <herd/dist/term.hpp>
 #include <herd/dist/term_codec.hpp>
+#include <herd/tables/detail/member_list.hpp>
 #include <herd/tables/pg.hpp>
 
 #include <algorithm>
@@ -55,7 +56,9 @@ struct scope_made {
 };
 struct pg_stop {};
 
-using group_map = std::map<std::string, std::vector<herd::pid>, std::less<>>;
+// One entry per join, with O(1) leaves: a group of a million members may
+// leave one by one (a linear search per leave made that quadratic).
+using group_map = std::map<std::string, herd::pg::detail::member_list, std::less<>>;
 
 void log(const std::string& s) { herd::log_report("herd::pg: " + s); }
 
@@ -97,14 +100,10 @@ std::vector<herd::pid> pids_of(const herd::term& t, uint32_t origin) {
 }
 
 // Removes one entry of each of `pids` from `list`; the ones found.
-std::vector<herd::pid> take(std::vector<herd::pid>& list, const std::vector<herd::pid>& pids) {
+std::vector<herd::pid> take(herd::pg::detail::member_list& list, const std::vector<herd::pid>& pids) {
   std::vector<herd::pid> found;
   for (herd::pid p : pids)
-    if (auto it = std::find(list.begin(), list.end(), p); it != list.end()) {
-      *it = list.back();
-      list.pop_back();
-      found.push_back(p);
-    }
+    if (list.take_one(p)) found.push_back(p);
   return found;
 }
 
@@ -129,7 +128,7 @@ class scope_sync {
     mon_ = mon.ref;
     for (auto& [group, pids] : mon.groups)
       for (herd::pid p : pids)
-        if (!p.is_remote()) local_[group].push_back(p);
+        if (!p.is_remote()) local_[group].add(p);
     std::string hello = herd::term_to_binary(herd::term::tuple({herd::atom("discover"), me_}));
     for (const std::string& n : herd::dist::nodes()) herd::dist::send(name_, n, hello);
     for (bool more = true; more;)
@@ -150,8 +149,7 @@ class scope_sync {
     if (ours.empty()) return;  // another node's members, which we put there
     herd::term group = herd::term::binary(e.group);
     if (e.kind == herd::pg::event::join) {
-      auto& list = local_[e.group];
-      list.insert(list.end(), ours.begin(), ours.end());
+      local_[e.group].add(ours);
       broadcast(herd::term::tuple({herd::atom("join"), me_, group, pid_list(ours)}));
     } else {
       auto it = local_.find(e.group);
@@ -200,8 +198,7 @@ class scope_sync {
       if (peer == peers_.end()) return;  // as pg: only a known peer's joins count
       std::vector<herd::pid> pids = pids_of(msg[3], o);
       std::string group = group_name(msg[2]);
-      auto& list = peer->second.groups[group];
-      list.insert(list.end(), pids.begin(), pids.end());
+      peer->second.groups[group].add(pids);
       herd::pg::detail::join_remote(name_, group, pids);
     } else if (tag == "leave" && msg.size() == 4 && msg[1].is_pid() && msg[3].is_proper_list()) {
       auto peer = peers_.find(from_term(msg[1], o));
@@ -219,7 +216,7 @@ class scope_sync {
   void discovered(herd::pid peer, std::string node) {
     std::vector<herd::term> groups;
     for (auto& [group, pids] : local_)
-      if (!pids.empty()) groups.push_back(herd::term::tuple({herd::term::binary(group), pid_list(pids)}));
+      if (!pids.empty()) groups.push_back(herd::term::tuple({herd::term::binary(group), pid_list(pids.pids())}));
     herd::term sync = herd::term::tuple({herd::atom("sync"), me_, herd::term::list(std::move(groups))});
     herd::dist::send(peer, herd::term_to_binary(herd::term::tuple({herd::atom("$gen_cast"), sync})));
     if (peers_.count(peer) || !add_peer(peer, std::move(node))) return;
@@ -239,20 +236,18 @@ class scope_sync {
     group_map now;
     for (const herd::term& g : groups.elements())
       if (g.is_tuple() && g.size() == 2) {
-        auto pids = pids_of(g[1], origin);
-        auto& list = now[group_name(g[0])];
-        list.insert(list.end(), pids.begin(), pids.end());
+        now[group_name(g[0])].add(pids_of(g[1], origin));
       }
     group_map& before = it->second.groups;
     for (auto& [group, pids] : before) {
       auto n = now.find(group);
-      if (n != now.end() && n->second == pids) continue;
-      herd::pg::detail::leave_remote(name_, group, pids);
+      if (n != now.end() && n->second.pids() == pids.pids()) continue;
+      herd::pg::detail::leave_remote(name_, group, pids.pids());
     }
     for (auto& [group, pids] : now) {
       auto b = before.find(group);
-      if (b != before.end() && b->second == pids) continue;
-      herd::pg::detail::join_remote(name_, group, pids);
+      if (b != before.end() && b->second.pids() == pids.pids()) continue;
+      herd::pg::detail::join_remote(name_, group, pids.pids());
     }
     before = std::move(now);
   }
@@ -291,7 +286,7 @@ class scope_sync {
   template <class It>
   It drop_peer(It it) {
     herd::demonitor(it->second.mon);
-    for (auto& [group, pids] : it->second.groups) herd::pg::detail::leave_remote(name_, group, pids);
+    for (auto& [group, pids] : it->second.groups) herd::pg::detail::leave_remote(name_, group, pids.pids());
     return peers_.erase(it);
   }
 

@@ -1,10 +1,10 @@
 // Process groups (herd/tables/pg.hpp).
 //
-// Each scope is a mutex over its groups; a group keeps its members as a list
-// (one entry per join, in no particular order), an index pid -> its
-// positions in the list, so that a leave is O(1) (the last entry moves into
-// the hole: a million members can leave one by one), and a snapshot shared
-// with readers, rebuilt by the
+// Each scope is a mutex over its groups; a group keeps its members in a
+// member_list (detail/member_list.hpp: one entry per join, in no particular
+// order, with an index pid -> its positions, so that a join and a leave are
+// O(1) amortised: a million members can join and leave one by one), and a
+// snapshot shared with readers, rebuilt by the
 // first get_members after a change and dropped by the next change — so
 // writers never copy and readers copy once per change, whatever the group's
 // size. Joins and leaves take the scope's lock, then send the monitors'
@@ -26,10 +26,8 @@
 #include <herd/actors/detail/exit_watch.hpp>
 #include <herd/actors/process.hpp>
 #include <herd/runtime/thread_safety.hpp>
+#include <herd/tables/detail/member_list.hpp>
 #include <herd/tables/pg.hpp>
-
-#include <absl/container/flat_hash_map.h>
-#include <absl/container/inlined_vector.h>
 
 #include <algorithm>
 #include <map>
@@ -44,8 +42,7 @@ struct watcher {
 };
 
 struct group {
-  std::vector<pid> list;                                  // one entry per join
-  absl::flat_hash_map<pid, absl::InlinedVector<uint32_t, 1>> at;  // pid -> its indices in list
+  detail::member_list members;                            // one entry per join
   std::shared_ptr<const std::vector<pid>> snapshot;       // null: rebuild on read
   std::vector<watcher> watchers;
   uint32_t remote = 0;  // entries of other nodes' processes (distribution)
@@ -107,26 +104,9 @@ void notify(const scope& s, const group& gr, event::kind_t k, std::string_view n
 }
 
 // Takes one entry of p out of gr; false if p was not there.
-void add_one(group& gr, pid p) {
-  gr.at[p].push_back(static_cast<uint32_t>(gr.list.size()));
-  gr.list.push_back(p);
-}
-
-// Removes one entry of p: the list's last entry takes its place.
+// Removes one entry of p (member_list: the last entry takes its place).
 bool take_one(group& gr, pid p) {
-  auto it = gr.at.find(p);
-  if (it == gr.at.end()) return false;
-  const uint32_t i = it->second.back();
-  it->second.pop_back();
-  if (it->second.empty()) gr.at.erase(it);
-  const auto last = static_cast<uint32_t>(gr.list.size() - 1);
-  if (i != last) {
-    const pid moved = gr.list[last];
-    gr.list[i] = moved;
-    auto& where = gr.at.find(moved)->second;
-    *std::find(where.begin(), where.end(), last) = i;
-  }
-  gr.list.pop_back();
+  if (!gr.members.take_one(p)) return false;
   gr.snapshot.reset();
   return true;
 }
@@ -151,7 +131,7 @@ pid drop_watcher(std::vector<watcher>& ws, monitor_ref ref) {
 // ("room:123") do not pile up; a reader's snapshot outlives it.
 template <class It>
 void prune(scope& s, It it) HERD_REQUIRES(s.m) {
-  if (it->second.list.empty() && it->second.watchers.empty()) s.groups.erase(it);
+  if (it->second.members.empty() && it->second.watchers.empty()) s.groups.erase(it);
 }
 
 pid drop_monitor(scope& s, monitor_ref ref) {
@@ -216,7 +196,7 @@ void join(std::string_view scope_name, std::string_view group_name, std::span<co
     auto it = s.groups.find(group_name);
     if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
     group& gr = it->second;
-    for (pid p : live) add_one(gr, p);
+    gr.members.add(live);
     gr.snapshot.reset();
     notify(s, gr, event::join, group_name, live, out);
   }
@@ -270,7 +250,7 @@ members get_members(std::string_view scope_name, std::string_view group_name) {
   auto it = s.groups.find(group_name);
   if (it == s.groups.end()) return {};
   group& gr = it->second;
-  if (!gr.snapshot) gr.snapshot = std::make_shared<const std::vector<pid>>(gr.list);
+  if (!gr.snapshot) gr.snapshot = std::make_shared<const std::vector<pid>>(gr.members.pids());
   return members(gr.snapshot);
 }
 
@@ -282,7 +262,7 @@ members get_local_members(std::string_view scope_name, std::string_view group_na
     if (it == s.groups.end()) return {};
     if (it->second.remote != 0) {
       auto local = std::make_shared<std::vector<pid>>();
-      for (pid p : it->second.list)
+      for (pid p : it->second.members.pids())
         if (!p.is_remote()) local->push_back(p);
       return members(std::move(local));
     }
@@ -301,7 +281,7 @@ std::vector<std::string> which_groups(std::string_view scope_name) {
   rt::lock_guard g(s.m);
   std::vector<std::string> out;
   for (auto& [name, gr] : s.groups)
-    if (!gr.list.empty()) out.push_back(name);
+    if (!gr.members.empty()) out.push_back(name);
   return out;
 }
 
@@ -339,7 +319,7 @@ scope_monitor monitor_scope(std::string_view scope_name) {
   rt::lock_guard g(s.m);
   s.scope_watchers.push_back({sm.ref, me});
   for (auto& [name, gr] : s.groups)
-    if (!gr.list.empty()) sm.groups.emplace_back(name, gr.list);
+    if (!gr.members.empty()) sm.groups.emplace_back(name, gr.members.pids());
   return sm;
 }
 
@@ -351,7 +331,7 @@ group_monitor monitor(std::string_view scope_name, std::string_view group_name) 
   auto it = s.groups.find(group_name);
   if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
   it->second.watchers.push_back({gm.ref, me});
-  gm.members = it->second.list;
+  gm.members = it->second.members.pids();
   return gm;
 }
 
@@ -378,7 +358,7 @@ void join_remote(std::string_view scope_name, std::string_view group_name, std::
     auto it = s.groups.find(group_name);
     if (it == s.groups.end()) it = s.groups.emplace(std::string(group_name), group{}).first;
     group& gr = it->second;
-    for (pid p : pids) add_one(gr, p);
+    gr.members.add(pids);
     gr.remote += static_cast<uint32_t>(pids.size());
     gr.snapshot.reset();
     notify(s, gr, event::join, group_name, {pids.begin(), pids.end()}, out);
