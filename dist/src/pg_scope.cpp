@@ -99,14 +99,6 @@ std::vector<herd::pid> pids_of(const herd::term& t, uint32_t origin) {
   return out;
 }
 
-// Removes one entry of each of `pids` from `list`; the ones found.
-std::vector<herd::pid> take(herd::pg::detail::member_list& list, const std::vector<herd::pid>& pids) {
-  std::vector<herd::pid> found;
-  for (herd::pid p : pids)
-    if (list.take_one(p)) found.push_back(p);
-  return found;
-}
-
 class scope_sync {
  public:
   explicit scope_sync(std::string name) : name_(std::move(name)) {}
@@ -154,7 +146,7 @@ class scope_sync {
     } else {
       auto it = local_.find(e.group);
       if (it != local_.end()) {
-        take(it->second, ours);
+        it->second.take(ours);
         if (it->second.empty()) local_.erase(it);
       }
       broadcast(herd::term::tuple({herd::atom("leave"), me_, pid_list(ours), herd::term::list({group})}));
@@ -207,7 +199,7 @@ class scope_sync {
       for (const herd::term& g : msg[3].elements()) {
         auto it = peer->second.groups.find(group_name(g));
         if (it == peer->second.groups.end()) continue;
-        herd::pg::detail::leave_remote(name_, it->first, take(it->second, pids));
+        herd::pg::detail::leave_remote(name_, it->first, it->second.take(pids));
         if (it->second.empty()) peer->second.groups.erase(it);
       }
     }

@@ -374,9 +374,9 @@ void leave_remote(std::string_view scope_name, std::string_view group_name, std:
     rt::lock_guard g(s.m);
     auto it = s.groups.find(group_name);
     if (it == s.groups.end()) return;
-    for (pid p : pids)
-      if (take_one(it->second, p)) gone.push_back(p);
+    gone = it->second.members.take(pids);
     if (gone.empty()) return;
+    it->second.snapshot.reset();
     it->second.remote -= static_cast<uint32_t>(gone.size());
     notify(s, it->second, event::leave, group_name, gone, out);
     prune(s, it);

@@ -44,6 +44,13 @@ class member_list {
     list_.pop_back();
     return true;
   }
+  // Removes one entry of each of ps; the ones it had.
+  std::vector<pid> take(std::span<const pid> ps) {
+    std::vector<pid> found;
+    for (pid p : ps)
+      if (take_one(p)) found.push_back(p);
+    return found;
+  }
   const std::vector<pid>& pids() const noexcept { return list_; }
   bool empty() const noexcept { return list_.empty(); }
   std::size_t size() const noexcept { return list_.size(); }
