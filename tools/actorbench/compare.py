@@ -52,8 +52,8 @@ for _mix in ("read90", "write50", "counter", "counter_spread"):
 WORKLOADS["pg_fanout"] = (["pg_fanout", "--members", "10000", "--messages", "100"],
                           ["pg_fanout", "--members", "1000", "--messages", "10"])
 # 30,000, not more: OTP's pg copies the group's member list into ETS at each
-# join, so its rate falls with the group (11k joins/s at 10,000, 2.9k at
-# 30,000); herd's stays ~110k/s to 1,000,000 (docs/tables.md).
+# join, so its rate falls with the group (10k joins/s at 10,000, 3k at
+# 30,000); herd's is 340-490k/s from 100,000 to 1,000,000 (docs/tables.md).
 WORKLOADS["pg_join"] = (["pg_join", "--members", "30000"], ["pg_join", "--members", "3000"])
 # Workloads only some peers have (the relations ones and tables: herd and Erlang).
 ONLY_IMPLS = {w: {"herd", "erlang"} for w in ("forkjoin_monitor", "links", "monitors", "deferred_calls")}

@@ -100,16 +100,18 @@ pg_fanout(Args) ->
     ok.
 
 %% ---- pg_join --members M: the peer of workload_pg.cpp's pg_join ------------------
-%% Each of M processes joins one group itself (pg:join is a call to the scope
-%% process, as herd's is a call under the scope's lock).
+%% M processes, spawned and waiting, are told to join; each joins one group
+%% itself (pg:join is a call to the scope process, as herd's is a call under
+%% the scope's lock). Timed from the first word to join to the last joined.
 pg_join(Args) ->
     O = pg_parse(Args, #{members => 100000}),
     #{members := M} = O,
     maps:is_key(messages, O) andalso throw({usage, "pg_join takes no --messages"}),
     {ok, _} = pg:start_link(bench_join_scope),
     Self = self(),
-    T0 = erlang:monotonic_time(),
     Pids = [spawn(fun() -> pg_joiner(Self) end) || _ <- lists:seq(1, M)],
+    T0 = erlang:monotonic_time(),
+    [P ! join_now || P <- Pids],
     [receive joined -> ok end || _ <- Pids],
     Us = erlang:convert_time_unit(erlang:monotonic_time() - T0, native, microsecond),
     M = length(pg:get_members(bench_join_scope, room)),
@@ -119,6 +121,7 @@ pg_join(Args) ->
     ok.
 
 pg_joiner(Report) ->
+    receive join_now -> ok end,
     ok = pg:join(bench_join_scope, room, self()),
     Report ! joined,
     receive leave_now -> ok end.
