@@ -114,6 +114,7 @@ struct node::impl {
                                     .wanted_fds = o.wanted_fds,
                                     .blocking_threads = o.blocking_threads,
                                     .reduction_budget = o.reduction_budget,
+                                    .compact_slots = o.compact_slots,
                                     .quiet = o.quiet,
                                     .busy_wait = o.busy_wait,
                                     .batch_sends = o.batch_sends}),

@@ -331,7 +331,7 @@ pid launch(process* p, const spawn_options& o) {
                 std::to_string(n->opts.max_actors) + ", rounded up by 64 slots per worker); raise max_actors");
   p->id = id;
   std::string err;
-  if (!rt::prepare_stack(p, o.stack_size, &err)) {
+  if (!(o.compact_stack ? rt::prepare_compact_stack(p, o.stack_size, &err) : rt::prepare_stack(p, o.stack_size, &err))) {
     n->table.release(id, rt::worker_index());
     return fail(err.empty() ? "herd: cannot spawn: no stack" : err);
   }

@@ -72,13 +72,14 @@ struct alignas(64) process final : rt::fiber {
   // padding (it was 328 bytes rounded up to 384): no extra memory.
   const char* initial_call = nullptr;
   uint8_t kind = 0;
+  // Which exit watchers want to hear of its end (detail/exit_watch.hpp):
+  // set by any thread, read by the worker that finishes it. Beside kind, so
+  // both pack into one word with relations_bytes (rt::fiber::compact took the 8 bytes).
+  std::atomic<uint8_t> exit_watch{0};
   // The bytes its links and monitors containers hold, republished by the
   // owner at every change of them (relations::publish): relaxed, for the
   // observer's scan, which must not touch `rel`. Also in the tail padding.
   std::atomic<uint32_t> relations_bytes{0};
-  // Which exit watchers want to hear of its end (detail/exit_watch.hpp):
-  // set by any thread, read by the worker that finishes it. Tail padding too.
-  std::atomic<uint8_t> exit_watch{0};
   // What it says about itself to the observer (introspect::set_protocol,
   // set_out_queue): a protocol label (static storage) and its outbound queue
   // to a peer. Owner stores, relaxed; still in the tail padding.

@@ -46,9 +46,13 @@ runtime_options normalized(runtime_options o) {
   if (o.busy_wait.count() < 0 || o.busy_wait > max_busy_wait)
     throw std::invalid_argument("herd: busy_wait must be from 0 to " + std::to_string(max_busy_wait.count()) +
                                 " us, not " + std::to_string(o.busy_wait.count()) + " us");
+  if (o.compact_slots > 4096)
+    throw std::invalid_argument("herd: compact_slots must be from 0 (8 per worker) to 4096, not " +
+                                std::to_string(o.compact_slots));
   if (o.deterministic) o.busy_wait = std::chrono::microseconds{0};
   if (o.deterministic) o.workers = 1;
   if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
+  if (o.compact_slots == 0) o.compact_slots = 8 * o.workers;
   if (o.stack_size == 0) o.stack_size = 64 * 1024;
   o.stack_size *= sanitizer_stack_factor;
   if (o.guard_size == 0) o.guard_size = 4096 * sanitizer_guard_pages;
@@ -228,6 +232,10 @@ runtime_metrics metrics_of(const runtime_impl& r) {
   m.stacks_trimmed = ss.slots_trimmed;
   m.uptime_ms = now_ms() - r.started_ms;
   m.guard = to_string(r.stacks.guard());
+  compact_stacks::totals ct = r.compact.sum();
+  m.compact_slots = r.compact.count();
+  m.compact_runs = ct.runs;
+  m.compact_waits = ct.waits;
   return m;
 }
 }  // namespace

@@ -3,6 +3,7 @@
 #include <herd/runtime/thread_safety.hpp>
 #include <herd/runtime/runtime.hpp>
 
+#include "context/compact_stacks.hpp"
 #include "context/stack_allocator.hpp"
 #include "context/stack_pool.hpp"
 #include "io/poller.hpp"
@@ -42,6 +43,7 @@ struct runtime_impl {
   // worker looks at this one word, not the lock and the pool, when no
   // foreign thread has spawned since (relaxed: a late look only delays a trim).
   std::atomic<bool> foreign_dirty{false};
+  compact_stacks compact;  // carved on the first compact spawn
   inject_queue inject, high, low;
   idle idle_state;
   poller io;

@@ -22,7 +22,7 @@ int usage(const char* why) {
                "usage: actorbench WORKLOAD ARGS... [--workers N] [--hibernate] [--busy-wait-us US]\n"
                "  skynet N | spawn_idle N [--hibernate] | pingpong RTS | pingpong_many PAIRS RTS |\n"
                "  ring N ROUNDS | fanin SENDERS PER_SENDER | call CALLS | restart RESTARTS |\n"
-               "  forkjoin_monitor N | links N | monitors N | deferred_calls N |\n"
+               "  forkjoin_monitor N | links N | monitors N | deferred_calls N [--compact] |\n"
                "  fanout SUBSCRIBERS ROUNDS WORK (runs at 1 worker, then at N; prints the speedup) |\n"
                "  table read90|write50|counter|counter_spread [--procs P] [--keys K] [--ops N] [--type set|ordered_set] |\n"
                "  pg_fanout [--members M] [--messages N] | pg_join [--members M]\n",
@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
       c.busy_wait_us = us;
     } else if (a == "--hibernate") {
       c.hibernate = true;
+    } else if (a == "--compact") {
+      c.compact = true;
     } else {
       uint64_t v;
       if (!parse_u64(argv[i], v)) return usage(("bad argument '" + a + "'").c_str());
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   else return usage(("unknown workload '" + c.workload + "'").c_str());
   if (c.args.size() != want) return usage("wrong number of arguments");
   if (c.hibernate && c.workload != "spawn_idle") return usage("--hibernate is for spawn_idle");
+  if (c.compact && c.workload != "deferred_calls") return usage("--compact is for deferred_calls");
   for (uint64_t a : c.args)
     if (a == 0) return usage("arguments must be positive");
   if (c.workload == "fanout") return actorbench::run_fanout(c);  // its own nodes, one per worker count

@@ -13,6 +13,7 @@ struct config {
   unsigned workers = 2;
   bool hibernate = false;
   uint64_t busy_wait_us = 0;  // node_options::busy_wait
+  bool compact = false;       // deferred_calls: the callers are spawned with compact_stack
 };
 
 // Runs in the root process.

@@ -148,8 +148,9 @@ void deferred_calls(const config& c) {
   auto s = herd::start_server<deferred_server>(n, me);
   proc_stats before = read_proc_stats();
   auto t0 = clk::now();
+  const herd::spawn_options caller_opts{.compact_stack = c.compact};
   for (uint64_t i = 0; i < n; ++i)
-    herd::spawn([s, me, i] {
+    herd::spawn(caller_opts, [s, me, i] {
       herd::call<herd::ok>(s, dreq{i}, herd::infinity);
       herd::send(me, done{});
     });
@@ -160,9 +161,9 @@ void deferred_calls(const config& c) {
   for (uint64_t i = 0; i < n; ++i) herd::receive([](done) {});
   double replies_ms = ms_since(t1), wall_ms = ms_since(t0);
   (void)herd::stop_server(s);
-  std::printf("RESULT impl=herd workload=deferred_calls %s n=%llu replies_ms=%.1f wall_ms=%.1f "
+  std::printf("RESULT impl=herd workload=deferred_calls %s callers=%s n=%llu replies_ms=%.1f wall_ms=%.1f "
               "minflt_per_caller=%.2f bytes_per_caller=%.0f\n",
-              common_keys(c).c_str(), (unsigned long long)n, replies_ms, wall_ms,
+              common_keys(c).c_str(), c.compact ? "compact" : "own_stack", (unsigned long long)n, replies_ms, wall_ms,
               double(held.minflt - before.minflt) / double(n),
               double(int64_t(held.rss_bytes) - int64_t(before.rss_bytes)) / double(n));
 }

@@ -189,6 +189,9 @@ class Actor:
             return "hibernated" if self.state == 0 else "runnable (waking from hibernation)"
         if self.ctx == 0:
             return "runnable (not started)"
+        if self.stack == 0:
+            s = _STATE_NAMES.get(self.state, "state %d" % self.state)
+            return s + " (compact: frames copied out)"
         s = _STATE_NAMES.get(self.state, "state %d" % self.state)
         if s == "waiting" and self.timer:
             s = "waiting (timer armed)"
@@ -477,6 +480,9 @@ def _why_no_stack(a, workers):
         return "actor %s is hibernated: it has no stack" % a.pid
     if a.ctx == 0:
         return "actor %s has not started yet: no frames" % a.pid
+    if a.stack == 0:
+        return ("actor %s is compact (spawn_options::compact_stack) and parked: its frames are "
+                "copied out to the heap, not where its context points" % a.pid)
     return None
 
 

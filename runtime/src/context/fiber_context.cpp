@@ -24,10 +24,12 @@
 //    word, so the floating-point environment is per worker thread.
 //  * ASan: every jump is bracketed by __sanitizer_start/finish_switch_fiber; a
 //    dying fiber passes nullptr for its fake stack so ASan frees it.
-//    TSan: one TSan fiber per pooled stack, created on first use.
+//    TSan: one TSan fiber per pooled stack, created on first use, and one per
+//    compact fiber (compact_stacks.hpp).
 #include <herd/runtime/sanitizers.hpp>
 #include "context/fiber_context.hpp"
 
+#include "context/compact_stacks.hpp"
 #include "context/stack_allocator.hpp"
 
 #include <boost/context/detail/fcontext.hpp>
@@ -157,13 +159,13 @@ inline void* enter(fiber* f, void** fake_save) noexcept {
     __asan_unpoison_memory_region(s->lo, s->size());
 #endif
     f->ctx = bctx::make_fcontext(s->hi, s->size(), &fiber_entry);
-#if HERD_TSAN
-    if (!s->tsan_fiber) s->tsan_fiber = __tsan_create_fiber(0);
-#endif
   }
   asan_start(fake_save, s->lo, s->size());
 #if HERD_TSAN
-  tsan_switch(s->tsan_fiber);
+  // A compact fiber has its own: the frames on a shared slot change owner.
+  void*& tf = (f->rt_flags & fiber_flag_compact) ? compact_of(f)->tsan_fiber : s->tsan_fiber;
+  if (!tf) tf = __tsan_create_fiber(0);
+  tsan_switch(tf);
 #endif
   return f->ctx;
 }

@@ -1,5 +1,6 @@
 // The fiber-facing scheduler functions of <herd/runtime/sched.hpp>,
 // <herd/runtime/blocking.hpp>, <herd/runtime/io.hpp> and <herd/runtime/timer.hpp>.
+#include <herd/runtime/alloc.hpp>
 #include <herd/runtime/blocking.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/io.hpp>
@@ -169,6 +170,22 @@ bool prepare_stack(fiber* f, std::size_t bytes, std::string* error) {
   return f->stack != nullptr;
 }
 
+bool prepare_compact_stack(fiber* f, std::size_t bytes, std::string* error) {
+  runtime_impl* rt = current_runtime();
+  if (bytes && class_for(bytes) != rt->stacks.default_class()) {
+    if (error)
+      *error = "herd: a compact process runs on the node's default stack size (" +
+               std::to_string(rt->opts.stack_size) + " bytes), not " + std::to_string(bytes);
+    return false;
+  }
+  if (!rt->compact.ensure(rt->stacks, rt->stacks.default_class(), rt->opts.compact_slots, error)) return false;
+  f->stack_class = static_cast<uint16_t>(rt->stacks.default_class());
+  f->stack = nullptr;
+  f->compact = new (herd::alloc::allocate(sizeof(compact_state))) compact_state{};
+  f->rt_flags |= fiber_flag_compact;
+  return true;
+}
+
 void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) noexcept {
   // A stack a foreign thread took goes back to the foreign pool, though its
   // process ends (or hibernates) on a worker: that thread cannot take from a
@@ -187,6 +204,7 @@ void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) n
 }
 
 void release_stack(fiber* f) noexcept {
+  compact_free(f);
   if (!f->stack) return;
   give_back_stack(*current_runtime(), this_worker(), f->stack, now_ms());
   f->stack = nullptr;
@@ -237,9 +255,13 @@ void run_blocking(blocking_job* job) {
     return;
   }
   job->fiber = f;
+  // The job and its result are in f's frames: a compact f keeps its slot.
+  compact_state* cs = compact_of(f);
+  if (cs) ++cs->pins;
   current_runtime()->blocking.submit(job);
   // acquire: pairs with the pool's release store of done.
   while (!job->done.load(std::memory_order_acquire)) park();
+  if (cs) --cs->pins;
 }
 
 int io_register(int fd, io_source* src, uint32_t events) noexcept {

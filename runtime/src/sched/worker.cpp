@@ -379,7 +379,9 @@ inline void worker::end_slice(fiber* f) {
 }
 
 void worker::run(fiber* f) {
-  if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
+  if (f->rt_flags & fiber_flag_compact) [[unlikely]] {
+    if (!f->stack && !compact_enter(f)) return;  // waits for its home slot
+  } else if (!f->stack) {  // a hibernated fiber woke up: it needs a fresh stack
     f->stack = stacks.acquire(f->stack_class, &scratch_error_);
     if (f->stack) f->stack_top.store(reinterpret_cast<uintptr_t>(f->stack->hi), std::memory_order_relaxed);
     if (!f->stack) {
@@ -394,6 +396,7 @@ void worker::run(fiber* f) {
   running.store(nullptr, std::memory_order_relaxed);
   f = r.back;
   end_slice(f);
+  if (f->rt_flags & fiber_flag_compact) [[unlikely]] compact_leave(f, r.why);
   switch (r.why) {
     case suspend_reason::park:
       if (!state::try_park(f)) schedule_next(f);
@@ -413,7 +416,7 @@ void worker::run(fiber* f) {
       schedule_next(f, /*displaced_to_ring=*/true);
       break;
     case suspend_reason::hibernate:
-      give_back_stack(rt, this, f->stack, coarse_ms_);
+      if (f->stack) give_back_stack(rt, this, f->stack, coarse_ms_);
       f->stack = nullptr;
       // relaxed: observer hints. The next stack starts untouched.
       f->stack_top.store(0, std::memory_order_relaxed);
@@ -421,7 +424,7 @@ void worker::run(fiber* f) {
       if (!state::try_park(f)) schedule_next(f);
       break;
     case suspend_reason::dead:
-      give_back_stack(rt, this, f->stack, coarse_ms_);
+      if (f->stack) give_back_stack(rt, this, f->stack, coarse_ms_);
       f->stack = nullptr;
       f->stack_top.store(0, std::memory_order_relaxed);
       state::mark_dead(f);
@@ -430,6 +433,34 @@ void worker::run(fiber* f) {
     case suspend_reason::send:
       break;  // held by sends_ until flush_sends()
   }
+}
+
+// A compact fiber about to run: its home slot, with its frames copied back.
+// False: the slot is another's, and f waits on its list (compact_stacks.hpp).
+bool worker::compact_enter(fiber* f) {
+  compact_state* cs = compact_of(f);
+  stack_slot* slot = rt.compact.acquire(f, cs);
+  if (!slot) return false;
+  compact_copy_in(f, cs, slot);
+  return true;
+}
+
+// A compact fiber back in the loop: copied out and its slot handed on, unless
+// its frames must stay (a blocking() job or a batched send writes into them).
+void worker::compact_leave(fiber* f, suspend_reason why) {
+  compact_state* cs = compact_of(f);
+  const bool ended = why == suspend_reason::dead || why == suspend_reason::hibernate;
+  if (!ended && (cs->pins || why == suspend_reason::send)) return;
+  if (ended) {
+    f->stack = nullptr;  // its ctx is null already: the next run starts afresh
+    cs->len = 0;
+  } else {
+    compact_copy_out(f, cs);
+  }
+  fiber* next = rt.compact.release(cs);
+  if (ended) cs->home = -1;
+  if (why == suspend_reason::dead) compact_free(f);
+  if (next) schedule_local(next);
 }
 
 // Every queued send goes to the kernel in one io_uring_enter; each sender,
@@ -452,6 +483,8 @@ void worker::flush_sends() {
 // high-priority work, not the injection queue's turn.
 fiber* worker::pick_direct(switch_side* side, fiber* leaving, suspend_reason why) {
   auto* w = static_cast<worker*>(side->owner);
+  // A compact fiber is copied out by the loop, on the worker's own stack.
+  if (leaving->rt_flags & fiber_flag_compact) return nullptr;
   if (why != suspend_reason::park && why != suspend_reason::yield && why != suspend_reason::yield_fed &&
       why != suspend_reason::send)
     return nullptr;

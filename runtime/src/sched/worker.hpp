@@ -144,6 +144,8 @@ class worker {
   [[gnu::always_inline]] inline void begin_slice(fiber* f);
   [[gnu::always_inline]] inline void end_slice(fiber* f);
   static fiber* pick_direct(switch_side* side, fiber* leaving, suspend_reason why);
+  bool compact_enter(fiber* f);
+  void compact_leave(fiber* f, suspend_reason why);
   static void after_direct(switch_side* side, fiber* left, suspend_reason why);
   void maintenance(uint64_t now_tsc);
   // The busy wait in TSC ticks: runtime_options::busy_wait or the floor a

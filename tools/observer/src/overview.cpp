@@ -126,6 +126,12 @@ std::string prometheus_text(const sampler& s) {
   value("herd_stacks_in_use", "", double(f.m.stacks_in_use));
   metric("herd_stacks_carved", "gauge", "Actor stacks carved from the arena.");
   value("herd_stacks_carved", "", double(f.m.stacks_carved));
+  metric("herd_compact_slots", "gauge", "Shared slots compact processes run on (0: none spawned yet).");
+  value("herd_compact_slots", "", double(f.m.compact_slots));
+  metric("herd_compact_runs_total", "counter", "Times a compact process was given a slot to run on.");
+  value("herd_compact_runs_total", "", double(f.m.compact_runs));
+  metric("herd_compact_waits_total", "counter", "Times a compact process waited for its slot, held by another.");
+  value("herd_compact_waits_total", "", double(f.m.compact_waits));
   metric("herd_messages_per_second", "gauge", "Messages and signals made per second (last 1 s sample).");
   value("herd_messages_per_second", "", f.r.messages_per_s);
   metric("herd_switches_per_second", "gauge", "Context switches per second (last 1 s sample).");

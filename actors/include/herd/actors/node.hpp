@@ -31,6 +31,9 @@ struct node_options {
   std::size_t wanted_fds = 0;
   unsigned blocking_threads = 16;
   uint32_t reduction_budget = 2000;
+  // rt::runtime_options::compact_slots: the shared slots compact processes
+  // (spawn_options::compact_stack) run on; 0: 8 per worker; at most 4096.
+  unsigned compact_slots = 0;
   std::chrono::milliseconds shutdown_timeout{10000};
   bool quiet = false;                   // no start-up warnings on stderr
   // rt::runtime_options::busy_wait: a worker that ran dry looks for work this

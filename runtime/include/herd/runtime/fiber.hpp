@@ -30,6 +30,8 @@ enum class run_state : uint32_t { waiting = 0, scheduled = 1, notified = 2, dead
 
 // Bits of fiber::rt_flags the embedding may read once the fiber is dead.
 inline constexpr uint8_t fiber_flag_no_stack = 1;  // woke from hibernation, no stack to be had
+// Runtime-private: runs on a shared slot and parks copied out (compact_stacks.hpp).
+inline constexpr uint8_t fiber_flag_compact = 2;
 
 // What a fiber's body asks for when it returns to its base.
 enum class fiber_result : uint8_t { dead, hibernate };
@@ -80,6 +82,8 @@ struct fiber {
   // build: this struct is in an installed header, and a user's build mixing
   // sanitized and plain objects must see one layout (ODR).
   void* asan_fake_stack = nullptr;
+  // Runtime-private: a compact fiber's state (rt::compact_state), else nullptr.
+  void* compact = nullptr;
 
   run_state load_state() const noexcept {
     // relaxed: a hint for reports; decisions use the RMWs in fiber_state.hpp.

@@ -22,6 +22,11 @@ struct runtime_options {
   std::size_t wanted_fds = 0;         // for the RLIMIT_NOFILE check
   unsigned blocking_threads = 16;     // upper bound of the blocking pool
   uint32_t reduction_budget = 2000;   // reductions per time slice
+  // Shared slots compact fibers run on (rt::prepare_compact_stack), carved at
+  // the first compact spawn. 0: 8 per worker. More slots: fewer compact
+  // fibers wait for one another's slot (one is held while its fiber runs or
+  // is pinned). At most 4096, else the constructor throws std::invalid_argument.
+  unsigned compact_slots = 0;
   uint32_t long_schedule_ms = 10;     // a slice longer than this is recorded
   bool quiet = false;                 // do not print start-up warnings
   // A worker that ran dry looks for work this long before it sleeps (BEAM's
@@ -81,6 +86,13 @@ struct runtime_metrics {
   uint64_t stacks_trimmed = 0;  // times a free stack's pages were given back
   uint64_t uptime_ms = 0;
   std::string guard;
+  // Compact fibers (prepare_compact_stack): the shared slots carved (0 until
+  // the first compact spawn), the times one was given a slot to run on (each
+  // a copy back of its frames, unless it had none yet) and the times one
+  // waited for its slot, held by another.
+  uint64_t compact_slots = 0;
+  uint64_t compact_runs = 0;
+  uint64_t compact_waits = 0;
 };
 
 class runtime {

@@ -69,8 +69,18 @@ void start(fiber* child);
 // for f. False with *error set when no stack can be had (mapping limit, memory).
 bool prepare_stack(fiber* f, std::size_t bytes, std::string* error);
 
-// Any thread. Gives back a stack that prepare_stack acquired for a fiber that
-// was never started.
+// Any thread. Instead of prepare_stack: f will have no stack of its own. It
+// runs on one of the runtime's shared slots and, whenever it leaves for the
+// worker loop, its frames are copied to the heap (and back before it runs):
+// a parked fiber then holds its used depth, not a stack page. Costs a copy of
+// that depth per switch, and no direct switches (docs/design.md, "Compact
+// fibers"). Nothing may point into its frames while it is parked, except
+// what blocking() and batched sends keep there (they pin it: it keeps the
+// slot and others homed there wait). Only the runtime's default stack size.
+bool prepare_compact_stack(fiber* f, std::size_t bytes, std::string* error);
+
+// Any thread. Gives back a stack that prepare_stack (or prepare_compact_stack)
+// acquired for a fiber that was never started.
 void release_stack(fiber* f) noexcept;
 
 // Any thread. The default stack size and guard mechanism in use.
