@@ -111,11 +111,11 @@ runtime_impl::runtime_impl(const runtime_options& o)
       idle_state(n_workers),
       reclaim(n_workers, &io),
       blocking(opts.blocking_threads) {
-  stacks.set_background(
-      [](void* pool, void (*job)(void*), void* arg) {
-        static_cast<blocking_pool*>(pool)->submit_task(job, arg);
-      },
-      &blocking);
+  auto on_pool = [](void* pool, void (*job)(void*), void* arg) {
+    static_cast<blocking_pool*>(pool)->submit_task(job, arg);
+  };
+  stacks.set_background(on_pool, &blocking);
+  compact.frames.set_background(on_pool, &blocking);
 }
 
 void runtime_impl::notify_parked(int except) noexcept {

@@ -109,26 +109,22 @@ void compact_copy_in(fiber* f, compact_state* cs, stack_slot* slot) noexcept {
   copy_frames(slot->hi - cs->len, cs->saved, cs->len);
 }
 
-void compact_copy_out(fiber* f, compact_state* cs) noexcept {
+void compact_copy_out(frame_store& frames, fiber* f, compact_state* cs) noexcept {
   const char* sp = static_cast<const char*>(f->ctx);
   auto n = static_cast<uint32_t>(f->stack->hi - sp);
   if (n > cs->cap) {
-    // Rounded up so that a fiber whose depth moves a little keeps its block.
-    uint32_t cap = (n + 255) & ~uint32_t{255};
-    char* p = static_cast<char*>(herd::alloc::allocate(cap));
-    herd::alloc::deallocate(cs->saved);
-    cs->saved = p;
-    cs->cap = cap;
+    frames.deallocate(cs->saved, cs->cap);
+    cs->saved = frames.allocate(n, &cs->cap);
   }
   copy_frames(cs->saved, sp, n);
   cs->len = n;
   f->stack = nullptr;
 }
 
-void compact_free(fiber* f) noexcept {
+void compact_free(frame_store& frames, fiber* f) noexcept {
   compact_state* cs = compact_of(f);
   if (!cs) return;
-  herd::alloc::deallocate(cs->saved);
+  frames.deallocate(cs->saved, cs->cap);
 #if HERD_TSAN
   if (cs->tsan_fiber) __tsan_destroy_fiber(cs->tsan_fiber);
 #endif

@@ -27,6 +27,7 @@
 #include <herd/runtime/fiber.hpp>
 #include <herd/runtime/thread_safety.hpp>
 
+#include "context/frame_store.hpp"
 #include "context/stack_allocator.hpp"
 #include "sched/spinlock.hpp"
 
@@ -40,7 +41,7 @@ namespace herd::rt {
 
 // Per compact fiber, from prepare_compact_stack to its end (fiber::compact).
 struct compact_state {
-  char* saved = nullptr;  // herd::alloc; the frames while copied out
+  char* saved = nullptr;  // from compact_stacks::frames; the frames while copied out
   uint32_t len = 0;       // bytes in `saved` (the slot's top `len` bytes)
   uint32_t cap = 0;
   int32_t home = -1;      // slot index; -1: none (not started, or hibernated)
@@ -79,6 +80,8 @@ class compact_stacks {
   // was handed to, for the caller to queue, or nullptr.
   fiber* release(const compact_state* cs) noexcept;
 
+  frame_store frames;  // where copied-out frames wait
+
  private:
   struct alignas(64) entry {
     spinlock m;
@@ -105,8 +108,8 @@ void compact_copy_in(fiber* f, compact_state* cs, stack_slot* slot) noexcept;
 // Worker side: copies the frames of f (which left `f->stack` for the loop)
 // out to the heap. Throws nothing; on allocation failure the process ends
 // (as any herd::alloc failure on a path that cannot report).
-void compact_copy_out(fiber* f, compact_state* cs) noexcept;
+void compact_copy_out(frame_store& frames, fiber* f, compact_state* cs) noexcept;
 // Frees what compact_state holds (the fiber ended or was never started).
-void compact_free(fiber* f) noexcept;
+void compact_free(frame_store& frames, fiber* f) noexcept;
 
 }  // namespace herd::rt

@@ -204,7 +204,7 @@ void give_back_stack(runtime_impl& rt, worker* w, stack_slot* s, uint64_t now) n
 }
 
 void release_stack(fiber* f) noexcept {
-  compact_free(f);
+  compact_free(current_runtime()->compact.frames, f);
   if (!f->stack) return;
   give_back_stack(*current_runtime(), this_worker(), f->stack, now_ms());
   f->stack = nullptr;

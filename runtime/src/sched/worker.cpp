@@ -455,11 +455,11 @@ void worker::compact_leave(fiber* f, suspend_reason why) {
     f->stack = nullptr;  // its ctx is null already: the next run starts afresh
     cs->len = 0;
   } else {
-    compact_copy_out(f, cs);
+    compact_copy_out(rt.compact.frames, f, cs);
   }
   fiber* next = rt.compact.release(cs);
   if (ended) cs->home = -1;
-  if (why == suspend_reason::dead) compact_free(f);
+  if (why == suspend_reason::dead) compact_free(rt.compact.frames, f);
   if (next) schedule_local(next);
 }
 
