@@ -22,6 +22,7 @@
 
 #include <herd/actors.hpp>
 #include <herd/actors/server.hpp>
+#include <herd/runtime/runtime.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -124,6 +125,21 @@ void monitors(const config& c) {
               downs_ms, ms_since(t0));
 }
 
+struct sched_counts {
+  uint64_t parks = 0, steals = 0;
+};
+
+sched_counts read_sched_counts() {
+  sched_counts c;
+  herd::rt::runtime_metrics m;
+  if (!herd::rt::current_metrics(m)) return c;
+  for (const auto& w : m.workers) {
+    c.parks += w.parks;
+    c.steals += w.steals;
+  }
+  return c;
+}
+
 // Holds every caller's `from` until it has all n, then answers them all.
 struct deferred_server : herd::server<deferred_server> {
   using calls = herd::types<dreq>;
@@ -147,6 +163,7 @@ void deferred_calls(const config& c) {
   herd::pid me = herd::self();
   auto s = herd::start_server<deferred_server>(n, me);
   proc_stats before = read_proc_stats();
+  const sched_counts sched_before = read_sched_counts();
   auto t0 = clk::now();
   const herd::spawn_options caller_opts{.compact_stack = c.compact};
   for (uint64_t i = 0; i < n; ++i)
@@ -160,12 +177,17 @@ void deferred_calls(const config& c) {
   auto t1 = clk::now();
   for (uint64_t i = 0; i < n; ++i) herd::receive([](done) {});
   double replies_ms = ms_since(t1), wall_ms = ms_since(t0);
+  const sched_counts sched_after = read_sched_counts();
   (void)herd::stop_server(s);
+  // Worker parks and steals per caller: how often a worker ran dry and was
+  // woken again (each a futex wait and wake), the churn a busy wait removes.
   std::printf("RESULT impl=herd workload=deferred_calls %s callers=%s n=%llu replies_ms=%.1f wall_ms=%.1f "
-              "minflt_per_caller=%.2f bytes_per_caller=%.0f\n",
+              "minflt_per_caller=%.2f bytes_per_caller=%.0f parks_per_caller=%.3f steals_per_caller=%.3f\n",
               common_keys(c).c_str(), c.compact ? "compact" : "own_stack", (unsigned long long)n, replies_ms, wall_ms,
               double(held.minflt - before.minflt) / double(n),
-              double(int64_t(held.rss_bytes) - int64_t(before.rss_bytes)) / double(n));
+              double(int64_t(held.rss_bytes) - int64_t(before.rss_bytes)) / double(n),
+              double(sched_after.parks - sched_before.parks) / double(n),
+              double(sched_after.steals - sched_before.steals) / double(n));
 }
 
 }  // namespace
