@@ -126,13 +126,14 @@ void monitors(const config& c) {
 }
 
 struct sched_counts {
-  uint64_t parks = 0, steals = 0;
+  uint64_t parks = 0, steals = 0, compact_waits = 0;
 };
 
 sched_counts read_sched_counts() {
   sched_counts c;
   herd::rt::runtime_metrics m;
   if (!herd::rt::current_metrics(m)) return c;
+  c.compact_waits = m.compact_waits;
   for (const auto& w : m.workers) {
     c.parks += w.parks;
     c.steals += w.steals;
@@ -182,12 +183,13 @@ void deferred_calls(const config& c) {
   // Worker parks and steals per caller: how often a worker ran dry and was
   // woken again (each a futex wait and wake), the churn a busy wait removes.
   std::printf("RESULT impl=herd workload=deferred_calls %s callers=%s n=%llu replies_ms=%.1f wall_ms=%.1f "
-              "minflt_per_caller=%.2f bytes_per_caller=%.0f parks_per_caller=%.3f steals_per_caller=%.3f\n",
+              "minflt_per_caller=%.2f bytes_per_caller=%.0f parks_per_caller=%.3f steals_per_caller=%.3f slot_waits_per_caller=%.3f\n",
               common_keys(c).c_str(), c.compact ? "compact" : "own_stack", (unsigned long long)n, replies_ms, wall_ms,
               double(held.minflt - before.minflt) / double(n),
               double(int64_t(held.rss_bytes) - int64_t(before.rss_bytes)) / double(n),
               double(sched_after.parks - sched_before.parks) / double(n),
-              double(sched_after.steals - sched_before.steals) / double(n));
+              double(sched_after.steals - sched_before.steals) / double(n),
+              double(sched_after.compact_waits - sched_before.compact_waits) / double(n));
 }
 
 }  // namespace
