@@ -74,7 +74,9 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
     body* b = p->current_body;
     p->current_body = nullptr;
     body* next = nullptr;
-    exit_reason reason;
+    // On the heap, not in this frame: this frame sits under every process's
+    // frames, and a compact process copies them all out at each wait.
+    exit_reason* crash = nullptr;
     if (exit_reason* pend = p->pending_exit.load(std::memory_order_acquire)) {
       // Killed before it started, or while hibernated: nothing to unwind.
       destroy_body(b);
@@ -88,18 +90,20 @@ rt::fiber_result process_run(rt::fiber* f) noexcept {
     } catch (const hibernate_unwind& h) {
       next = h.next;
     } catch (...) {
-      reason = reason_of_current_exception();
+      crash = new exit_reason(reason_of_current_exception());
       p->crashed = true;
     }
     p->running_body = nullptr;
     destroy_body(b);
     if (exit_reason* pend = p->pending_exit.load(std::memory_order_acquire)) {
       if (next) free_body(next);
+      delete crash;
       p->final_reason = new exit_reason(final_from_pending(*pend));
       return rt::fiber_result::dead;
     }
     if (!next) {
-      if (!reason.is_normal()) p->final_reason = new exit_reason(std::move(reason));
+      if (crash && !crash->is_normal()) p->final_reason = crash;
+      else delete crash;
       return rt::fiber_result::dead;
     }
     p->current_body = next;

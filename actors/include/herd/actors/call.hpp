@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -118,7 +119,9 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
   detail::call_state st = detail::begin_call(server, detail::make_message<Q>(Q{from{}, std::forward<Req>(req)}));
   if (!st.sent) detail::throw_call_error(call_error::noproc, st, exit_reason::noproc(), timeout);
   std::optional<R> result;
-  std::optional<exit_reason> died;
+  // The server's exit reason, if it died: on the heap (a rare path), so that
+  // a caller parked here keeps a smaller frame (a compact one copies it out).
+  std::unique_ptr<exit_reason> died;
   bool by_server = false;
   const uint64_t ref = st.ref;
   receive_after(receive_mark{},
@@ -128,9 +131,9 @@ R call(pid server, Req&& req, std::chrono::milliseconds timeout = std::chrono::m
                        result.emplace(std::move(r.value));
                      }),
                 when([ref](const down& d) { return d.ref.id == ref; },
-                     [&](down&& d) { died.emplace(std::move(d.reason)); }),
+                     [&](down&& d) { died = std::make_unique<exit_reason>(std::move(d.reason)); }),
                 after(timeout));
-  detail::end_call(st, died.has_value(), by_server);
+  detail::end_call(st, died != nullptr, by_server);
   if (result) return std::move(*result);
   if (!died && detail::unwinding_for_exit()) {
     if constexpr (std::is_default_constructible_v<R>) return R{};
