@@ -43,7 +43,7 @@ WORKLOADS = {
     "monitors": (["monitors", "1000000"], ["monitors", "10000"]),
     "deferred_calls": (["deferred_calls", "1000000"], ["deferred_calls", "10000"]),
     # The same with herd's callers spawned compact_stack (HERD_ONLY_ARGS): a
-    # parked caller holds its ~1 KiB of frames on the heap, not a stack page.
+    # parked caller holds its ~0.8 KiB of frames on the heap, not a stack page.
     # The peers run the plain workload: BEAM has no such option to set.
     "deferred_calls_compact": (["deferred_calls", "1000000"], ["deferred_calls", "10000"]),
 }

@@ -1,10 +1,10 @@
 // Where compact fibers' frames wait (compact_stacks.hpp): blocks in 64-byte
 // steps cut from 4 MiB chunks, each chunk's pages faulted in on the blocking
 // pool before the chunk is handed out. A million callers parked in `call`
-// copy out 1,056 bytes each; from mimalloc that was a 1,280-byte block in
-// memory touched for the first time on the worker's critical path (~0.3
-// page faults a caller, each 7-11 µs on a virtualised host). Here it is 1,088
-// bytes in memory another core faulted in ahead.
+// copied out 1,056 bytes each (832 now); from mimalloc that was a 1,280-byte
+// block in memory touched for the first time on the worker's critical path
+// (~0.3 page faults a caller, each 7-11 µs on a virtualised host). Here it
+// was 1,088 bytes in memory another core faulted in ahead.
 //
 // Invariants: one spinlock guards the free lists, the bump pointer and the
 // chunk list. A chunk is prepared (mapped, populated, touched) entirely by the

@@ -53,7 +53,7 @@ struct spawn_options {
   // No stack of its own: the process runs on one of the node's shared slots
   // and, each time it waits, the part of the stack it uses is copied to the
   // heap (back when it runs). For the many processes that mostly wait — a
-  // million callers parked in `call` hold ~1 KiB each instead of a 4 KiB
+  // million callers parked in `call` hold ~0.8 KiB each instead of a 4 KiB
   // stack page. Each switch costs a copy of the used depth, and no pointer
   // to its locals may be used by another process or thread while it waits
   // (blocking() is safe: it keeps its slot meanwhile). Only with the node's
