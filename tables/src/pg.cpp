@@ -103,8 +103,8 @@ void notify(const scope& s, const group& gr, event::kind_t k, std::string_view n
   for (const watcher& w : gr.watchers) out.push_back({w.to, event{w.ref, k, std::string(name), pids}});
 }
 
-// Takes one entry of p out of gr; false if p was not there.
-// Removes one entry of p (member_list: the last entry takes its place).
+// Takes one entry of p out of gr (member_list: the last entry takes its
+// place); false if p was not there.
 bool take_one(group& gr, pid p) {
   if (!gr.members.take_one(p)) return false;
   gr.snapshot.reset();

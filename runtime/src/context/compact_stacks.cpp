@@ -5,6 +5,8 @@
 #include <herd/runtime/alloc.hpp>
 #include <herd/runtime/sanitizers.hpp>
 
+#include <new>
+
 #if HERD_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
@@ -119,6 +121,11 @@ void compact_copy_out(frame_store& frames, fiber* f, compact_state* cs) noexcept
   copy_frames(cs->saved, sp, n);
   cs->len = n;
   f->stack = nullptr;
+}
+
+void compact_make(fiber* f) {
+  f->compact = new (herd::alloc::allocate(sizeof(compact_state))) compact_state{};
+  f->rt_flags |= fiber_flag_compact;
 }
 
 void compact_free(frame_store& frames, fiber* f) noexcept {

@@ -109,6 +109,8 @@ void compact_copy_in(fiber* f, compact_state* cs, stack_slot* slot) noexcept;
 // out to the heap. Throws nothing; on allocation failure the process ends
 // (as any herd::alloc failure on a path that cannot report).
 void compact_copy_out(frame_store& frames, fiber* f, compact_state* cs) noexcept;
+// Makes f compact: its compact_state (herd::alloc) and the flag.
+void compact_make(fiber* f);
 // Frees what compact_state holds (the fiber ended or was never started).
 void compact_free(frame_store& frames, fiber* f) noexcept;
 

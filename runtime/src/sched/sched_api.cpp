@@ -1,6 +1,5 @@
 // The fiber-facing scheduler functions of <herd/runtime/sched.hpp>,
 // <herd/runtime/blocking.hpp>, <herd/runtime/io.hpp> and <herd/runtime/timer.hpp>.
-#include <herd/runtime/alloc.hpp>
 #include <herd/runtime/blocking.hpp>
 #include <herd/runtime/clock.hpp>
 #include <herd/runtime/io.hpp>
@@ -180,9 +179,7 @@ bool prepare_compact_stack(fiber* f, std::size_t bytes, std::string* error) {
   }
   if (!rt->compact.ensure(rt->stacks, rt->stacks.default_class(), rt->opts.compact_slots, error)) return false;
   f->stack_class = static_cast<uint16_t>(rt->stacks.default_class());
-  f->stack = nullptr;
-  f->compact = new (herd::alloc::allocate(sizeof(compact_state))) compact_state{};
-  f->rt_flags |= fiber_flag_compact;
+  compact_make(f);
   return true;
 }
 

@@ -114,30 +114,28 @@ std::string prometheus_text(const sampler& s) {
     std::snprintf(buf, sizeof buf, "%s%s %.17g\n", name, labels.c_str(), v);
     out += buf;
   };
-  metric("herd_actors", "gauge", "Live processes.");
-  value("herd_actors", "", double(f.actors));
-  metric("herd_uptime_seconds", "gauge", "Time since the runtime started.");
-  value("herd_uptime_seconds", "", double(f.m.uptime_ms) / 1000.0);
-  metric("herd_memory_rss_bytes", "gauge", "Resident set size (/proc/self/statm).");
-  value("herd_memory_rss_bytes", "", double(f.rss));
-  metric("herd_memory_mimalloc_committed_bytes", "gauge", "Memory committed by mimalloc (0: not in use).");
-  value("herd_memory_mimalloc_committed_bytes", "", double(f.heap.committed));
-  metric("herd_stacks_in_use", "gauge", "Actor stacks in use.");
-  value("herd_stacks_in_use", "", double(f.m.stacks_in_use));
-  metric("herd_stacks_carved", "gauge", "Actor stacks carved from the arena.");
-  value("herd_stacks_carved", "", double(f.m.stacks_carved));
-  metric("herd_compact_slots", "gauge", "Shared slots compact processes run on (0: none spawned yet).");
-  value("herd_compact_slots", "", double(f.m.compact_slots));
-  metric("herd_compact_runs_total", "counter", "Times a compact process was given a slot to run on.");
-  value("herd_compact_runs_total", "", double(f.m.compact_runs));
-  metric("herd_compact_waits_total", "counter", "Times a compact process waited for its slot, held by another.");
-  value("herd_compact_waits_total", "", double(f.m.compact_waits));
-  metric("herd_messages_per_second", "gauge", "Messages and signals made per second (last 1 s sample).");
-  value("herd_messages_per_second", "", f.r.messages_per_s);
-  metric("herd_switches_per_second", "gauge", "Context switches per second (last 1 s sample).");
-  value("herd_switches_per_second", "", f.r.switches_per_s);
-  metric("herd_spawns_per_second", "gauge", "Processes spawned per second (last 1 s sample).");
-  value("herd_spawns_per_second", "", f.r.spawns_per_s);
+  // A metric with one unlabelled value.
+  auto single = [&](const char* name, const char* type, const char* help, double v) {
+    metric(name, type, help);
+    value(name, "", v);
+  };
+  single("herd_actors", "gauge", "Live processes.", double(f.actors));
+  single("herd_uptime_seconds", "gauge", "Time since the runtime started.", double(f.m.uptime_ms) / 1000.0);
+  single("herd_memory_rss_bytes", "gauge", "Resident set size (/proc/self/statm).", double(f.rss));
+  single("herd_memory_mimalloc_committed_bytes", "gauge", "Memory committed by mimalloc (0: not in use).",
+         double(f.heap.committed));
+  single("herd_stacks_in_use", "gauge", "Actor stacks in use.", double(f.m.stacks_in_use));
+  single("herd_stacks_carved", "gauge", "Actor stacks carved from the arena.", double(f.m.stacks_carved));
+  single("herd_compact_slots", "gauge", "Shared slots compact processes run on (0: none spawned yet).",
+         double(f.m.compact_slots));
+  single("herd_compact_runs_total", "counter", "Times a compact process was given a slot to run on.",
+         double(f.m.compact_runs));
+  single("herd_compact_waits_total", "counter", "Times a compact process waited for its slot, held by another.",
+         double(f.m.compact_waits));
+  single("herd_messages_per_second", "gauge", "Messages and signals made per second (last 1 s sample).",
+         f.r.messages_per_s);
+  single("herd_switches_per_second", "gauge", "Context switches per second (last 1 s sample).", f.r.switches_per_s);
+  single("herd_spawns_per_second", "gauge", "Processes spawned per second (last 1 s sample).", f.r.spawns_per_s);
   auto per_worker = [&](const char* name, const char* type, const char* help, auto get) {
     metric(name, type, help);
     for (std::size_t i = 0; i < f.m.workers.size(); ++i)
